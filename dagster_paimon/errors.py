@@ -1,0 +1,33 @@
+"""Typed errors: one root so callers can catch everything we raise on purpose."""
+
+
+class DagsterPaimonError(Exception):
+    """Root of every error dagster-paimon raises deliberately."""
+
+
+class WarehouseUnreachableError(DagsterPaimonError):
+    """The warehouse location cannot be listed or does not exist."""
+
+
+class DatabaseNotFoundError(DagsterPaimonError):
+    """The database named in a table identifier does not exist in the warehouse."""
+
+
+class TableNotFoundError(DagsterPaimonError):
+    """The table named in an identifier does not exist in its database."""
+
+
+class InvalidTableSpecError(DagsterPaimonError):
+    """A table spec contradicts itself or Paimon's rules for primary-key tables."""
+
+
+class InvalidOptionError(DagsterPaimonError):
+    """A table option has an unknown or malformed value."""
+
+
+class SnapshotNotFoundError(DagsterPaimonError):
+    """A requested snapshot id does not exist (never written, or expired)."""
+
+
+class CorruptMetadataError(DagsterPaimonError):
+    """Snapshot, manifest or level metadata violates an LSM invariant."""
