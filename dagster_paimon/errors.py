@@ -31,3 +31,7 @@ class SnapshotNotFoundError(DagsterPaimonError):
 
 class CorruptMetadataError(DagsterPaimonError):
     """Snapshot, manifest or level metadata violates an LSM invariant."""
+
+
+class SchemaMismatchError(DagsterPaimonError):
+    """Data or an existing table does not match the schema it is used with."""

@@ -132,7 +132,7 @@ class CompactionOptions:
 
     @property
     def min_file_size(self) -> int:
-        """Files below this size are never upgraded alone: they are merged (MergeTreeCompactTask)."""
+        """Files below this size are merged rather than upgraded (MergeTreeCompactTask)."""
         return int(self.target_file_size * self.small_file_ratio)
 
     @property
@@ -147,7 +147,7 @@ class CompactionOptions:
 
     @classmethod
     def from_table_options(cls, options: Mapping[str, str]) -> CompactionOptions:
-        """Parse a table's options; unknown keys are ignored, bad values raise InvalidOptionError."""
+        """Parse table options; unknown keys are ignored, bad values raise InvalidOptionError."""
         trigger = _parse(options, COMPACTION_TRIGGER, _at_least(1), 5)
         stop = _parse(options, STOP_TRIGGER, _at_least(1), trigger + 3)
         return cls(

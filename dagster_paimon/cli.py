@@ -1,0 +1,144 @@
+"""`dagster-paimon`: the operators' CLI over the library (DESIGN.md section 6)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from dagster_paimon.errors import (
+    DagsterPaimonError,
+    DatabaseNotFoundError,
+    InvalidOptionError,
+    InvalidTableSpecError,
+    SchemaMismatchError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    WarehouseUnreachableError,
+)
+from dagster_paimon.lsm.levels import TableHealth, read_levels
+from dagster_paimon.table import open_table
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+INPUT_ERRORS = (
+    ValueError,
+    DatabaseNotFoundError,
+    TableNotFoundError,
+    WarehouseUnreachableError,
+    InvalidTableSpecError,
+    InvalidOptionError,
+    SchemaMismatchError,
+    SnapshotNotFoundError,
+)
+
+log = logging.getLogger("dagster_paimon")
+
+
+class UsageError(ValueError):
+    """A flag value the parser accepted but that makes no sense (exit code 2)."""
+
+
+def parse_partition(text: str | None) -> dict[str, str] | None:
+    """Parse K=V[,K=V] into a dict of strings; anything else is a usage error."""
+    if text is None:
+        return None
+    result: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key or key in result:
+            raise UsageError(f"--partition must look like K=V[,K=V], got {text!r}")
+        result[key] = value.strip()
+    return result
+
+
+def _human_health(health: TableHealth) -> str:
+    """A readable table per bucket followed by the summary."""
+    headers = ["partition", "bucket", "files", "bytes", "L0", "runs", "levels", "size-amp %"]
+    rows = [
+        [
+            ",".join(f"{k}={v}" for k, v in b.partition.items()) or "-",
+            str(b.bucket),
+            str(b.files),
+            str(b.total_bytes),
+            str(b.level0_files),
+            str(b.sorted_runs),
+            " ".join(f"L{k}:{v}" for k, v in b.levels.items()),
+            f"{b.size_amplification_percent:.1f}",
+        ]
+        for b in health.buckets
+    ]
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = [f"table {health.table} at snapshot {health.snapshot_id}"]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [headers, *rows]
+    ]
+    s = health.summary()
+    lines.append(
+        f"{s['buckets']} buckets, {s['files']} files, {s['total_bytes']} bytes, "
+        f"max sorted runs {s['max_sorted_runs']}, "
+        f"max size amplification {s['max_size_amplification_percent']:.1f}%"
+    )
+    return "\n".join(lines)
+
+
+def cmd_health(args: argparse.Namespace) -> tuple[dict, str]:
+    """LSM health of every bucket, optionally of one partition."""
+    table = open_table(args.warehouse, args.table)
+    health = read_levels(table, partition=parse_partition(args.partition)).health()
+    return health.to_dict(), _human_health(health)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    """Flags every command takes."""
+    parser.add_argument("--warehouse", required=True, help="warehouse path or s3://bucket/prefix")
+    parser.add_argument("--table", required=True, help="DB.TABLE")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, one sub-command per operation."""
+    parser = argparse.ArgumentParser(
+        prog="dagster-paimon", description="Operate Apache Paimon primary-key tables."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    health = commands.add_parser("health", help="sorted runs and size amplification per bucket")
+    _common(health)
+    health.add_argument("--partition", help="only buckets of this partition, K=V[,K=V]")
+    health.set_defaults(handler=cmd_health)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; exit 0 on success, 2 on bad usage or input, 1 on other failures."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    handler: Callable[[argparse.Namespace], tuple[dict, str]] = args.handler
+    try:
+        payload, text = handler(args)
+    except INPUT_ERRORS as e:
+        print(f"dagster-paimon {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except DagsterPaimonError as e:
+        print(f"dagster-paimon {args.command}: failed: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as e:
+        log.exception("unexpected failure")
+        print(f"dagster-paimon {args.command}: failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(json.dumps(payload, sort_keys=False) if args.json else text)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

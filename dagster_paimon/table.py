@@ -1,0 +1,201 @@
+"""Open or create Paimon primary-key tables in a warehouse, with typed errors."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import pyarrow as pa
+from pypaimon import CatalogFactory, Schema
+from pypaimon.catalog.catalog import Catalog
+from pypaimon.catalog.catalog_exception import (
+    DatabaseNotExistException,
+    TableNotExistException,
+)
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.errors import (
+    DatabaseNotFoundError,
+    InvalidTableSpecError,
+    SchemaMismatchError,
+    TableNotFoundError,
+    WarehouseUnreachableError,
+)
+
+DYNAMIC_BUCKET = -1
+POSTPONE_BUCKET = -2
+
+
+def parse_identifier(identifier: str) -> tuple[str, str]:
+    """Split 'db.table' so every entry point rejects malformed names the same way."""
+    database, sep, name = identifier.partition(".")
+    if not sep or not database or not name or "." in name:
+        raise ValueError(f"table identifier must look like DB.TABLE, got {identifier!r}")
+    return database, name
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What a primary-key table should look like; validated before anything is written."""
+
+    database: str
+    name: str
+    schema: pa.Schema
+    primary_keys: tuple[str, ...]
+    bucket: int
+    partition_keys: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def identifier(self) -> str:
+        """The 'db.table' name pypaimon's catalog takes."""
+        return f"{self.database}.{self.name}"
+
+    def validate(self) -> None:
+        """Reject specs Paimon would reject or that cannot be a primary-key table."""
+        columns = self.schema.names
+        problems: list[str] = []
+        duplicates = sorted({c for c in columns if columns.count(c) > 1})
+        if duplicates:
+            problems.append(f"duplicate columns {duplicates}")
+        if not self.primary_keys:
+            problems.append("a primary-key table needs at least one primary key")
+        missing_pk = [k for k in self.primary_keys if k not in columns]
+        if missing_pk:
+            problems.append(f"primary keys {missing_pk} are not columns of the schema")
+        missing_part = [k for k in self.partition_keys if k not in columns]
+        if missing_part:
+            problems.append(f"partition keys {missing_part} are not columns of the schema")
+        outside_pk = [k for k in self.partition_keys if k not in self.primary_keys]
+        if outside_pk:
+            problems.append(
+                f"partition keys {outside_pk} must also be primary keys "
+                "(Paimon keys are unique per partition)"
+            )
+        if self.primary_keys and set(self.primary_keys) <= set(self.partition_keys):
+            problems.append("primary keys must include at least one non-partition column")
+        if self.bucket == 0 or self.bucket < POSTPONE_BUCKET:
+            problems.append(
+                f"bucket must be >= 1 (fixed), {DYNAMIC_BUCKET} (dynamic) or "
+                f"{POSTPONE_BUCKET} (postpone), got {self.bucket}"
+            )
+        if "bucket" in self.options and str(self.options["bucket"]) != str(self.bucket):
+            problems.append("give the bucket count as TableSpec.bucket, not as an option")
+        if problems:
+            raise InvalidTableSpecError(
+                f"invalid spec for {self.identifier}: " + "; ".join(problems)
+            )
+
+    def paimon_schema(self) -> Schema:
+        """The pypaimon Schema to create, with the bucket count folded into the options."""
+        options = {str(k): str(v) for k, v in self.options.items()}
+        options["bucket"] = str(self.bucket)
+        return Schema.from_pyarrow_schema(
+            self.schema,
+            partition_keys=list(self.partition_keys),
+            primary_keys=list(self.primary_keys),
+            options=options,
+        )
+
+
+def _is_local(warehouse: str) -> bool:
+    """Local paths and file:// URIs can be checked for existence up front."""
+    scheme = urlparse(warehouse).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def _local_path(warehouse: str) -> str:
+    """Strip a file:// scheme so os.path works on it."""
+    return urlparse(warehouse).path if warehouse.startswith("file:") else warehouse
+
+
+def open_catalog(
+    warehouse: str, catalog_options: Mapping[str, str] | None = None, *, create: bool = False
+) -> Catalog:
+    """A filesystem catalog over the warehouse; a missing local warehouse is only made on create."""
+    if _is_local(warehouse):
+        path = _local_path(warehouse)
+        if create:
+            os.makedirs(path, exist_ok=True)
+        elif not os.path.isdir(path):
+            raise WarehouseUnreachableError(f"warehouse {warehouse!r} does not exist")
+    options = {str(k): str(v) for k, v in (catalog_options or {}).items()}
+    options["warehouse"] = warehouse
+    try:
+        return CatalogFactory.create(options)
+    except (OSError, ValueError) as e:
+        raise WarehouseUnreachableError(f"cannot open warehouse {warehouse!r}: {e}") from e
+
+
+def _get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
+    """Load a table, translating pypaimon's catalog exceptions into ours."""
+    database, _ = parse_identifier(identifier)
+    try:
+        catalog.get_database(database)
+    except DatabaseNotExistException as e:
+        raise DatabaseNotFoundError(f"database {database!r} does not exist") from e
+    except OSError as e:
+        raise WarehouseUnreachableError(f"cannot read warehouse: {e}") from e
+    try:
+        table = catalog.get_table(identifier)
+    except TableNotExistException as e:
+        raise TableNotFoundError(f"table {identifier!r} does not exist") from e
+    if not table.table_schema.primary_keys:
+        raise InvalidTableSpecError(f"table {identifier!r} has no primary key")
+    return table
+
+
+def open_table(
+    warehouse: str, identifier: str, catalog_options: Mapping[str, str] | None = None
+) -> FileStoreTable:
+    """Open an existing primary-key table; every way of not finding it has its own error."""
+    return _get_table(open_catalog(warehouse, catalog_options), identifier)
+
+
+def _check_matches(table: FileStoreTable, spec: TableSpec) -> None:
+    """An existing table must have the spec's columns and keys, or writes would go astray."""
+    existing = table.table_schema
+    expected = spec.paimon_schema()
+    differences: list[str] = []
+    if [f.name for f in existing.fields] != [f.name for f in expected.fields]:
+        differences.append(
+            f"columns {[f.name for f in existing.fields]} != {[f.name for f in expected.fields]}"
+        )
+    else:
+        for have, want in zip(existing.fields, expected.fields, strict=True):
+            if str(have.type) != str(want.type):
+                differences.append(f"column {have.name!r} is {have.type}, spec says {want.type}")
+    if list(existing.primary_keys) != list(spec.primary_keys):
+        differences.append(f"primary keys {existing.primary_keys} != {list(spec.primary_keys)}")
+    if list(existing.partition_keys) != list(spec.partition_keys):
+        differences.append(
+            f"partition keys {existing.partition_keys} != {list(spec.partition_keys)}"
+        )
+    bucket = existing.options.get("bucket", str(DYNAMIC_BUCKET))
+    if str(bucket) != str(spec.bucket):
+        differences.append(f"bucket {bucket} != {spec.bucket}")
+    if differences:
+        raise SchemaMismatchError(
+            f"table {spec.identifier!r} exists with a different layout: " + "; ".join(differences)
+        )
+
+
+def create_table(
+    warehouse: str, spec: TableSpec, catalog_options: Mapping[str, str] | None = None
+) -> FileStoreTable:
+    """Create the table (and its database) if absent; an existing table must match the spec."""
+    spec.validate()
+    catalog = open_catalog(warehouse, catalog_options, create=True)
+    try:
+        catalog.create_database(spec.database, True)
+        try:
+            table = _get_table(catalog, spec.identifier)
+        except TableNotFoundError:
+            catalog.create_table(spec.identifier, spec.paimon_schema(), True)
+            return _get_table(catalog, spec.identifier)
+    except OSError as e:
+        raise WarehouseUnreachableError(f"cannot write to warehouse {warehouse!r}: {e}") from e
+    _check_matches(table, spec)
+    return table

@@ -1,0 +1,60 @@
+"""Shared fixtures: real tables written by pypaimon's own writer in a temporary warehouse."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from dagster_paimon.table import TableSpec, create_table
+
+ORDERS_SCHEMA = pa.schema(
+    [
+        pa.field("dt", pa.string(), nullable=False),
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("v", pa.string()),
+    ]
+)
+
+
+def orders_spec(bucket: int = 2, **options: str) -> TableSpec:
+    """A partitioned deduplicate table keyed by (dt, id)."""
+    return TableSpec("db", "orders", ORDERS_SCHEMA, ("dt", "id"), bucket, ("dt",), options)
+
+
+def write_with_pypaimon(table, data: pa.Table) -> None:
+    """One commit through pypaimon's batch writer: the format oracle's own write path."""
+    builder = table.new_batch_write_builder()
+    writer = builder.new_write()
+    committer = builder.new_commit()
+    try:
+        writer.write_arrow(data)
+        committer.commit(writer.prepare_commit())
+    finally:
+        writer.close()
+        committer.close()
+
+
+def orders_batch(commit: int, rows: int = 40) -> pa.Table:
+    """Rows spread over two days and overlapping the previous commit's ids."""
+    ids = list(range(commit * 10, commit * 10 + rows))
+    return pa.table(
+        {"dt": ["2024-01-01", "2024-01-02"] * (rows // 2), "id": ids, "v": [f"c{commit}"] * rows},
+        schema=ORDERS_SCHEMA,
+    )
+
+
+@pytest.fixture
+def warehouse(tmp_path) -> str:
+    """An empty local warehouse directory."""
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return str(path)
+
+
+@pytest.fixture
+def orders_table(warehouse):
+    """shop orders after four pypaimon commits: 2 partitions x 2 buckets, 4 L0 files each."""
+    table = create_table(warehouse, orders_spec())
+    for commit in range(4):
+        write_with_pypaimon(table, orders_batch(commit))
+    return table

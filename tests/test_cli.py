@@ -1,0 +1,132 @@
+"""The ops CLI contract: JSON keys, human output and exit codes 0/2/1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dagster_paimon.cli import main
+
+BUCKET_KEYS = {
+    "partition",
+    "bucket",
+    "files",
+    "total_bytes",
+    "level0_files",
+    "sorted_runs",
+    "levels",
+    "size_amplification_percent",
+}
+SUMMARY_KEYS = {
+    "buckets",
+    "files",
+    "total_bytes",
+    "max_sorted_runs",
+    "max_size_amplification_percent",
+}
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_health_json_has_the_contract_keys(capsys, warehouse, orders_table):
+    code, out, err = run_cli(
+        capsys, "health", "--warehouse", warehouse, "--table", "db.orders", "--json"
+    )
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["table"] == "db.orders"
+    assert payload["snapshot_id"] == 4
+    assert len(payload["buckets"]) == 4
+    for bucket in payload["buckets"]:
+        assert set(bucket) >= BUCKET_KEYS
+        assert set(bucket["partition"]) == {"dt"}
+        assert all(isinstance(v, str) for v in bucket["partition"].values())
+        assert bucket["levels"] == {"0": 4}
+        assert bucket["sorted_runs"] == 4
+    assert set(payload["summary"]) >= SUMMARY_KEYS
+    assert payload["summary"]["files"] == 16
+
+
+def test_health_human_output_is_a_table_per_bucket(capsys, warehouse, orders_table):
+    code, out, _ = run_cli(capsys, "health", "--warehouse", warehouse, "--table", "db.orders")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0] == "table db.orders at snapshot 4"
+    assert lines[1].split()[:3] == ["partition", "bucket", "files"]
+    assert sum(1 for line in lines if line.startswith("dt=2024-01-0")) == 4
+    assert lines[-1].startswith("4 buckets, 16 files")
+
+
+def test_partition_filter_selects_and_may_match_nothing(capsys, warehouse, orders_table):
+    base = ["health", "--warehouse", warehouse, "--table", "db.orders", "--json"]
+    code, out, _ = run_cli(capsys, *base, "--partition", "dt=2024-01-01")
+    assert code == 0
+    assert {b["partition"]["dt"] for b in json.loads(out)["buckets"]} == {"2024-01-01"}
+    code, out, _ = run_cli(capsys, *base, "--partition", "dt=2030-01-01")
+    assert code == 0
+    assert json.loads(out)["buckets"] == []
+
+
+@pytest.mark.parametrize("partition", ["dt", "=x", "dt=a,dt=b", "dt=a,,"])
+def test_malformed_partition_exits_2_with_one_clear_line(
+    capsys, warehouse, orders_table, partition
+):
+    code, out, err = run_cli(
+        capsys, "health", "--warehouse", warehouse, "--table", "db.orders", "--partition", partition
+    )
+    assert code == 2
+    assert out == ""
+    assert err.strip().count("\n") == 0
+    assert "--partition must look like K=V" in err
+
+
+@pytest.mark.parametrize(
+    ("table", "warehouse_suffix", "message"),
+    [
+        ("db.nope", "", "table 'db.nope' does not exist"),
+        ("nodb.orders", "", "database 'nodb' does not exist"),
+        ("db.orders", "/missing", "does not exist"),
+        ("orders", "", "DB.TABLE"),
+    ],
+)
+def test_bad_input_exits_2(capsys, warehouse, orders_table, table, warehouse_suffix, message):
+    code, _, err = run_cli(
+        capsys, "health", "--warehouse", warehouse + warehouse_suffix, "--table", table
+    )
+    assert code == 2
+    assert message in err
+
+
+def test_other_failures_exit_1(capsys, warehouse, orders_table):
+    manifest_dir = orders_table.table_path + "/manifest"
+    for name in __import__("os").listdir(manifest_dir):
+        with open(f"{manifest_dir}/{name}", "wb") as f:
+            f.write(b"not avro")
+    code, out, err = run_cli(capsys, "health", "--warehouse", warehouse, "--table", "db.orders")
+    assert code == 1
+    assert out == ""
+    assert "failed" in err
+
+
+def test_console_script_and_usage_errors(warehouse, orders_table):
+    exe = [sys.executable, "-m", "dagster_paimon.cli"]
+    ok = subprocess.run(
+        [*exe, "health", "--warehouse", warehouse, "--table", "db.orders", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ok.returncode == 0
+    assert json.loads(ok.stdout)["snapshot_id"] == 4
+    usage = subprocess.run(
+        [*exe, "health", "--table", "db.orders"], capture_output=True, text=True, check=False
+    )
+    assert usage.returncode == 2
+    assert "--warehouse" in usage.stderr
