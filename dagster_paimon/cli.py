@@ -18,6 +18,7 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
+from dagster_paimon.lsm.compact import CompactionPlan, plan_table_compaction
 from dagster_paimon.lsm.levels import TableHealth, read_levels
 from dagster_paimon.table import open_table
 
@@ -94,6 +95,48 @@ def cmd_health(args: argparse.Namespace) -> tuple[dict, str]:
     return health.to_dict(), _human_health(health)
 
 
+def _human_plan(plan: CompactionPlan) -> str:
+    """One line per planned bucket task."""
+    if not plan.tasks:
+        return f"{plan.table}: nothing to compact at snapshot {plan.base_snapshot_id}"
+    lines = [f"{plan.table}: {len(plan.tasks)} tasks at snapshot {plan.base_snapshot_id} (dry run)"]
+    for t in plan.tasks:
+        part = ",".join(f"{k}={v}" for k, v in t.partition.items()) or "-"
+        lines.append(
+            f"  {part} bucket {t.bucket}: {len(t.files)} files -> level {t.output_level}, "
+            f"rewrite {len(t.rewritten_files)} ({t.rewritten_bytes} bytes), "
+            f"upgrade {len(t.upgrades)}, drop deletes {'yes' if t.drop_delete else 'no'}"
+        )
+    return "\n".join(lines)
+
+
+def _dry_run_payload(plan: CompactionPlan) -> dict:
+    """The compact JSON of DESIGN.md section 6 for a plan that was not executed."""
+    units = []
+    for t in plan.tasks:
+        unit = t.to_dict()
+        unit["output_files"] = None
+        units.append(unit)
+    return {
+        "table": plan.table,
+        "snapshot_id": None,
+        "base_snapshot_id": plan.base_snapshot_id,
+        "dry_run": True,
+        "units": units,
+        "bytes_read": 0,
+        "bytes_written": 0,
+        "bytes_to_read": plan.bytes_to_read,
+    }
+
+
+def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
+    """Plan (and unless --dry-run, run and commit) compaction of every bucket."""
+    table = open_table(args.warehouse, args.table)
+    levels = read_levels(table, partition=parse_partition(args.partition))
+    plan = plan_table_compaction(levels, full=args.full)
+    return _dry_run_payload(plan), _human_plan(plan)
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     """Flags every command takes."""
     parser.add_argument("--warehouse", required=True, help="warehouse path or s3://bucket/prefix")
@@ -112,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(health)
     health.add_argument("--partition", help="only buckets of this partition, K=V[,K=V]")
     health.set_defaults(handler=cmd_health)
+    compact = commands.add_parser("compact", help="universal (or full) compaction of buckets")
+    _common(compact)
+    compact.add_argument("--partition", help="only buckets of this partition, K=V[,K=V]")
+    compact.add_argument("--full", action="store_true", help="compact every bucket fully")
+    compact.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    compact.set_defaults(handler=cmd_compact)
     return parser
 
 

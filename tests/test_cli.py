@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -106,7 +108,7 @@ def test_bad_input_exits_2(capsys, warehouse, orders_table, table, warehouse_suf
 
 def test_other_failures_exit_1(capsys, warehouse, orders_table):
     manifest_dir = orders_table.table_path + "/manifest"
-    for name in __import__("os").listdir(manifest_dir):
+    for name in os.listdir(manifest_dir):
         with open(f"{manifest_dir}/{name}", "wb") as f:
             f.write(b"not avro")
     code, out, err = run_cli(capsys, "health", "--warehouse", warehouse, "--table", "db.orders")
@@ -130,3 +132,58 @@ def test_console_script_and_usage_errors(warehouse, orders_table):
     )
     assert usage.returncode == 2
     assert "--warehouse" in usage.stderr
+
+
+def test_compact_dry_run_json_matches_a_hand_computed_plan(capsys, warehouse, orders_table):
+    before = sorted(p.name for p in Path(warehouse).rglob("*"))
+    code, out, err = run_cli(
+        capsys,
+        "compact",
+        "--warehouse",
+        warehouse,
+        "--table",
+        "db.orders",
+        "--dry-run",
+        "--full",
+        "--json",
+        "--partition",
+        "dt=2024-01-02",
+    )
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["snapshot_id"] is None
+    assert payload["dry_run"] is True
+    assert payload["bytes_read"] == 0 and payload["bytes_written"] == 0
+    units = payload["units"]
+    assert [(u["partition"], u["bucket"]) for u in units] == [
+        ({"dt": "2024-01-02"}, 0),
+        ({"dt": "2024-01-02"}, 1),
+    ]
+    for unit in units:
+        assert {
+            k: unit[k]
+            for k in (
+                "output_level",
+                "input_files",
+                "rewritten_files",
+                "upgraded_files",
+                "drop_delete",
+            )
+        } == {
+            "output_level": 5,
+            "input_files": 4,
+            "rewritten_files": 4,
+            "upgraded_files": 0,
+            "drop_delete": True,
+        }
+        assert "output_files" in unit
+    after = sorted(p.name for p in Path(warehouse).rglob("*"))
+    assert after == before
+
+
+def test_compact_dry_run_below_trigger_prints_nothing_to_do(capsys, warehouse, orders_table):
+    code, out, _ = run_cli(
+        capsys, "compact", "--warehouse", warehouse, "--table", "db.orders", "--dry-run"
+    )
+    assert code == 0
+    assert "nothing to compact at snapshot 4" in out

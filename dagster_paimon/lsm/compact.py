@@ -1,0 +1,94 @@
+"""Table-wide compaction planning: levels -> strategy -> unit -> task plan, for every bucket."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.lsm.levels import BucketLevels, TableLevels
+from dagster_paimon.lsm.options import (
+    CHANGELOG_PRODUCER,
+    DELETION_VECTORS,
+    RECORD_LEVEL_EXPIRE_TIME,
+    CompactionOptions,
+)
+from dagster_paimon.lsm.plan import TaskPlan, plan_compaction
+from dagster_paimon.lsm.strategy import drop_delete, strategy_from_options, trigger_compaction
+
+log = logging.getLogger(__name__)
+
+
+def check_supported(options: CompactionOptions) -> None:
+    """Refuse tables whose compaction must also write files we do not produce."""
+    if options.deletion_vectors_enabled:
+        raise InvalidOptionError(
+            f"table option '{DELETION_VECTORS}' is true: compaction would have to maintain "
+            "deletion-vector index files, which dagster-paimon does not write yet"
+        )
+    if options.changelog_producer in ("lookup", "full-compaction"):
+        raise InvalidOptionError(
+            f"table option '{CHANGELOG_PRODUCER}' is {options.changelog_producer!r}: compaction "
+            "would have to produce changelog files, which dagster-paimon does not write yet"
+        )
+    if options.record_level_expire_time_ms is not None:
+        raise InvalidOptionError(
+            f"table option '{RECORD_LEVEL_EXPIRE_TIME}' is set: record-level expiry during "
+            "compaction is not supported by dagster-paimon"
+        )
+
+
+def compaction_job_options(options: CompactionOptions) -> CompactionOptions:
+    """We are a dedicated compaction job: like Paimon's, it ignores write-only."""
+    return replace(options, write_only=False)
+
+
+def plan_bucket(bucket: BucketLevels, options: CompactionOptions, *, full: bool) -> TaskPlan | None:
+    """The task Paimon's compact manager would run for one bucket now, or None."""
+    levels = bucket.levels
+    strategy = strategy_from_options(options, restore_files=levels.all_files())
+    unit = trigger_compaction(
+        levels.level_sorted_runs(), levels.number_of_levels(), strategy, full, options
+    )
+    if unit is None:
+        return None
+    plan = plan_compaction(
+        unit,
+        max_level=levels.max_level(),
+        drop_delete=drop_delete(
+            unit.output_level, levels.non_empty_highest_level(), options.deletion_vectors_enabled
+        ),
+        options=options,
+        partition=bucket.partition,
+        bucket=bucket.bucket,
+    )
+    return None if plan.is_empty else plan
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """Every bucket's task against one base snapshot; the commit checks it is still valid."""
+
+    table: str
+    base_snapshot_id: int | None
+    tasks: list[TaskPlan]
+
+    @property
+    def bytes_to_read(self) -> int:
+        """Bytes the rewrites will read; upgrades read nothing."""
+        return sum(t.rewritten_bytes for t in self.tasks)
+
+
+def plan_table_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPlan:
+    """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted)."""
+    options = compaction_job_options(levels.options)
+    check_supported(options)
+    tasks = [t for b in levels.buckets if (t := plan_bucket(b, options, full=full)) is not None]
+    log.info(
+        "planned %d compaction tasks over %d buckets of %s at snapshot %s",
+        len(tasks),
+        len(levels.buckets),
+        levels.table,
+        levels.snapshot_id,
+    )
+    return CompactionPlan(levels.table, levels.snapshot_id, tasks)
