@@ -18,8 +18,14 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.lsm.compact import CompactionPlan, plan_table_compaction
+from dagster_paimon.lsm.compact import (
+    CompactionPlan,
+    CompactionReport,
+    compact_table,
+    plan_table_compaction,
+)
 from dagster_paimon.lsm.levels import TableHealth, read_levels
+from dagster_paimon.lsm.rewrite import TableRef
 from dagster_paimon.table import open_table
 
 EXIT_OK = 0
@@ -129,12 +135,36 @@ def _dry_run_payload(plan: CompactionPlan) -> dict:
     }
 
 
+def _human_report(report: CompactionReport) -> str:
+    """What a compaction run committed."""
+    if report.snapshot_id is None:
+        return f"{report.table}: nothing to compact at snapshot {report.base_snapshot_id}"
+    lines = [
+        f"{report.table}: committed COMPACT snapshot {report.snapshot_id} "
+        f"(base {report.base_snapshot_id}) in {report.seconds:.2f} s, "
+        f"{report.bytes_read} bytes read, {report.bytes_written} bytes written"
+    ]
+    for unit in report.to_dict()["units"]:
+        part = ",".join(f"{k}={v}" for k, v in unit["partition"].items()) or "-"
+        lines.append(
+            f"  {part} bucket {unit['bucket']}: {unit['input_files']} files -> "
+            f"{unit['output_files']} new at level {unit['output_level']}, "
+            f"{unit['upgraded_files']} upgraded"
+        )
+    return "\n".join(lines)
+
+
 def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
-    """Plan (and unless --dry-run, run and commit) compaction of every bucket."""
+    """Plan, and unless --dry-run run and commit, compaction of every bucket."""
     table = open_table(args.warehouse, args.table)
-    levels = read_levels(table, partition=parse_partition(args.partition))
-    plan = plan_table_compaction(levels, full=args.full)
-    return _dry_run_payload(plan), _human_plan(plan)
+    partition = parse_partition(args.partition)
+    if args.dry_run:
+        plan = plan_table_compaction(read_levels(table, partition=partition), full=args.full)
+        return _dry_run_payload(plan), _human_plan(plan)
+    report = compact_table(
+        table, TableRef(args.warehouse, args.table), full=args.full, partition=partition
+    )
+    return report.to_dict(), _human_report(report)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

@@ -35,3 +35,11 @@ class CorruptMetadataError(DagsterPaimonError):
 
 class SchemaMismatchError(DagsterPaimonError):
     """Data or an existing table does not match the schema it is used with."""
+
+
+class MergeError(DagsterPaimonError):
+    """Records of one key cannot be merged as the table's merge engine requires."""
+
+
+class CommitConflictError(DagsterPaimonError):
+    """Another commit changed the files this one replaces; nothing of this one was committed."""

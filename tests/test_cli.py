@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dagster_paimon.cli import main
+from dagster_paimon.table import open_table
 
 BUCKET_KEYS = {
     "partition",
@@ -187,3 +188,31 @@ def test_compact_dry_run_below_trigger_prints_nothing_to_do(capsys, warehouse, o
     )
     assert code == 0
     assert "nothing to compact at snapshot 4" in out
+
+
+def test_compact_runs_and_commits_one_snapshot(capsys, warehouse, orders_table):
+    rows_before = sorted(
+        orders_table.new_read_builder()
+        .new_read()
+        .to_arrow(orders_table.new_read_builder().new_scan().plan().splits())
+        .to_pylist(),
+        key=lambda r: (r["dt"], r["id"]),
+    )
+    code, out, err = run_cli(
+        capsys, "compact", "--warehouse", warehouse, "--table", "db.orders", "--full", "--json"
+    )
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["snapshot_id"] == 5
+    assert payload["dry_run"] is False
+    assert len(payload["units"]) == 4
+    assert all(u["output_files"] >= 1 for u in payload["units"])
+    assert payload["bytes_read"] > 0 and payload["bytes_written"] > 0
+    table = open_table(warehouse, "db.orders")
+    assert table.snapshot_manager().get_latest_snapshot().commit_kind == "COMPACT"
+    builder = table.new_read_builder()
+    rows_after = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
+    assert sorted(rows_after, key=lambda r: (r["dt"], r["id"])) == rows_before
+    code, out, _ = run_cli(capsys, "compact", "--warehouse", warehouse, "--table", "db.orders")
+    assert code == 0
+    assert "nothing to compact at snapshot 5" in out

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, replace
 
+from pypaimon.table.file_store_table import FileStoreTable
+
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.lsm.levels import BucketLevels, TableLevels
+from dagster_paimon.lsm.commit import commit_compaction
+from dagster_paimon.lsm.executor import LocalExecutor, TaskExecutor
+from dagster_paimon.lsm.levels import BucketLevels, TableLevels, read_levels
 from dagster_paimon.lsm.options import (
     CHANGELOG_PRODUCER,
     DELETION_VECTORS,
@@ -14,6 +19,7 @@ from dagster_paimon.lsm.options import (
     CompactionOptions,
 )
 from dagster_paimon.lsm.plan import TaskPlan, plan_compaction
+from dagster_paimon.lsm.rewrite import CompactResult, CompactTask, TableRef
 from dagster_paimon.lsm.strategy import drop_delete, strategy_from_options, trigger_compaction
 
 log = logging.getLogger(__name__)
@@ -72,6 +78,7 @@ class CompactionPlan:
     table: str
     base_snapshot_id: int | None
     tasks: list[TaskPlan]
+    levels: TableLevels
 
     @property
     def bytes_to_read(self) -> int:
@@ -91,4 +98,81 @@ def plan_table_compaction(levels: TableLevels, *, full: bool = False) -> Compact
         levels.table,
         levels.snapshot_id,
     )
-    return CompactionPlan(levels.table, levels.snapshot_id, tasks)
+    return CompactionPlan(levels.table, levels.snapshot_id, tasks, levels)
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """What a compaction run did: the snapshot it committed (None if nothing to do) and metrics."""
+
+    table: str
+    snapshot_id: int | None
+    base_snapshot_id: int | None
+    plans: list[TaskPlan]
+    results: list[CompactResult]
+    seconds: float
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of the files rewritten."""
+        return sum(r.bytes_read for r in self.results)
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes of the files written."""
+        return sum(r.bytes_written for r in self.results)
+
+    def to_dict(self) -> dict:
+        """The compact JSON of DESIGN.md section 6."""
+        units = []
+        for plan, result in zip(self.plans, self.results, strict=True):
+            unit = plan.to_dict()
+            unit["output_files"] = len(result.new_files)
+            unit["output_file_names"] = [f.file_name for f in result.new_files]
+            units.append(unit)
+        return {
+            "table": self.table,
+            "snapshot_id": self.snapshot_id,
+            "base_snapshot_id": self.base_snapshot_id,
+            "dry_run": False,
+            "units": units,
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def tasks_of(plan: CompactionPlan) -> list[CompactTask]:
+    """Attach to each plan the typed partition and bucket count its executor needs."""
+    index = {(tuple(b.partition.items()), b.bucket): b for b in plan.levels.buckets}
+    tasks = []
+    for t in plan.tasks:
+        bucket = index[(tuple(t.partition.items()), t.bucket)]
+        tasks.append(CompactTask(t, bucket.partition_values, bucket.total_buckets))
+    return tasks
+
+
+def compact_table(
+    table: FileStoreTable,
+    ref: TableRef,
+    *,
+    full: bool = False,
+    partition: dict[str, str] | None = None,
+    executor: TaskExecutor | None = None,
+) -> CompactionReport:
+    """Plan, execute and commit one COMPACT snapshot; the table is unchanged on any failure."""
+    start = time.perf_counter()
+    levels = read_levels(table, partition=partition, with_stats=True)
+    plan = plan_table_compaction(levels, full=full)
+    if not plan.tasks:
+        return CompactionReport(levels.table, None, levels.snapshot_id, [], [], 0.0)
+    results = (executor or LocalExecutor()).run(table, ref, tasks_of(plan))
+    outcome = commit_compaction(table, results, num_levels=levels.options.num_levels)
+    return CompactionReport(
+        levels.table,
+        outcome.snapshot.id,
+        levels.snapshot_id,
+        plan.tasks,
+        results,
+        time.perf_counter() - start,
+    )

@@ -241,13 +241,20 @@ def resolve_snapshot(table: FileStoreTable, snapshot_id: int | None) -> Snapshot
     return snapshot
 
 
-def live_entries(table: FileStoreTable, snapshot: Snapshot | None) -> list:
-    """Live data-file entries of a snapshot: base + delta manifests with DELETEs applied."""
+def live_entries(
+    table: FileStoreTable, snapshot: Snapshot | None, *, with_stats: bool = False
+) -> list:
+    """Live data-file entries of a snapshot: base + delta manifests with DELETEs applied.
+
+    Value statistics are dropped unless asked for: only commits that re-write entries need them.
+    """
     if snapshot is None:
         return []
     try:
         manifests = ManifestListManager(table).read_all(snapshot)
-        return ManifestFileManager(table).read_entries_parallel(manifests)
+        return ManifestFileManager(table).read_entries_parallel(
+            manifests, drop_stats=not with_stats
+        )
     except (ValueError, EOFError, KeyError, TypeError, IndexError) as e:
         raise CorruptMetadataError(
             f"cannot read the manifests of snapshot {snapshot.id} of "
@@ -259,8 +266,13 @@ def read_levels(
     table: FileStoreTable,
     snapshot_id: int | None = None,
     partition: Mapping[str, str] | None = None,
+    *,
+    with_stats: bool = False,
 ) -> TableLevels:
-    """Levels of every bucket, optionally only those whose partition matches every given value."""
+    """Levels of every bucket, optionally only those whose partition matches every given value.
+
+    with_stats keeps value statistics on the files, which compaction needs to re-commit them.
+    """
     options = CompactionOptions.from_table_options(table.table_schema.options)
     snapshot = resolve_snapshot(table, snapshot_id)
     wanted = dict(partition or {})
@@ -270,18 +282,18 @@ def read_levels(
             f"{unknown} are not partition keys of {table.identifier.get_full_name()} "
             f"(partition keys: {list(table.partition_keys) or 'none'})"
         )
-    grouped: dict[tuple, tuple[dict[str, str], int, list[DataFileMeta]]] = {}
-    for entry in live_entries(table, snapshot):
-        values = entry.partition.to_dict()
-        strings = partition_strings(values)
+    grouped: dict[tuple, tuple[dict[str, str], tuple, int, list[DataFileMeta]]] = {}
+    for entry in live_entries(table, snapshot, with_stats=with_stats):
+        strings = partition_strings(entry.partition.to_dict())
         if any(strings[k] != v for k, v in wanted.items()):
             continue
         key = (tuple(strings.values()), entry.bucket)
-        _, _, files = grouped.setdefault(key, (strings, entry.total_buckets, []))
+        values = tuple(entry.partition.values)
+        _, _, _, files = grouped.setdefault(key, (strings, values, entry.total_buckets, []))
         files.append(entry.file)
     buckets = [
-        BucketLevels(strings, key[0], key[1], total, Levels(files, options.num_levels))
-        for key, (strings, total, files) in sorted(grouped.items(), key=lambda kv: kv[0])
+        BucketLevels(strings, values, key[1], total, Levels(files, options.num_levels))
+        for key, (strings, values, total, files) in sorted(grouped.items(), key=lambda kv: kv[0])
     ]
     name = str(table.identifier.get_full_name())
     return TableLevels(name, snapshot.id if snapshot else None, options, buckets)

@@ -1,0 +1,207 @@
+"""Full compaction of TPC-H lineitem upserts: ours vs a no-merge floor vs pypaimon merge-on-read.
+
+Run: uv run python bench/compaction.py [--scale 1] [--rows 2000000] [--batches 4] [--keep DIR]
+
+Builds (once, cached with --keep) a deduplicate table keyed by (l_orderkey, l_linenumber) from
+`tpchgen-cli` parquet, ingested with pypaimon as several overlapping upsert batches, then prints:
+  (a) our full compaction: seconds, MB/s of input, peak RSS of the compacting process
+  (b) the floor: pyarrow reading the same input files and writing them out, no merge
+  (c) pypaimon merge-on-read of the same table, and that plus writing the result
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.rewrite import data_file_path
+from dagster_paimon.table import TableSpec, create_table, open_table
+
+IDENT = "bench.lineitem"
+MB = 1024 * 1024
+
+
+def lineitem(scale: float, cache: Path) -> Path:
+    """TPC-H lineitem as parquet, generated once per scale factor."""
+    out = cache / f"tpch-sf{scale}"
+    path = out / "lineitem.parquet"
+    if not path.exists():
+        subprocess.run(
+            [
+                "tpchgen-cli",
+                "parquet",
+                "-s",
+                str(scale),
+                "--tables=lineitem",
+                f"--output-dir={out}",
+            ],
+            check=True,
+        )
+    return path
+
+
+def build(warehouse: str, source: Path, rows: int, batches: int, bucket: int) -> None:
+    """Overlapping upsert batches: each re-writes half the previous batch's keys with new values."""
+    raw = pq.ParquetFile(source).read().slice(0, rows)
+    plain = pa.schema([pa.field(f.name, f.type, nullable=f.nullable) for f in raw.schema])
+    data = raw.cast(plain)
+    spec = TableSpec(
+        "bench", "lineitem", data.schema, ("l_orderkey", "l_linenumber"), bucket, (), {}
+    )
+    table = create_table(warehouse, spec)
+    step = rows // batches
+    for i in range(batches):
+        start = max(0, i * step - step // 2)
+        batch = data.slice(start, step + (i * step - start))
+        field = batch.schema.field("l_quantity")
+        quantity = pc.add(batch.column("l_quantity"), pa.scalar(i, field.type)).cast(field.type)
+        batch = batch.set_column(batch.schema.get_field_index("l_quantity"), field, quantity)
+        t0 = time.perf_counter()
+        builder = table.new_batch_write_builder()
+        writer, committer = builder.new_write(), builder.new_commit()
+        writer.write_arrow(batch)
+        committer.commit(writer.prepare_commit())
+        writer.close()
+        committer.close()
+        print(
+            f"  ingested batch {i + 1}/{batches}: {batch.num_rows} rows in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+
+
+def input_files(warehouse: str) -> list[tuple[str, int]]:
+    """Paths and sizes of every live data file: the compaction's input."""
+    table = open_table(warehouse, IDENT)
+    out = []
+    for b in read_levels(table).buckets:
+        for f in b.levels.all_files():
+            out.append((data_file_path(table, b.partition_values, b.bucket, f), f.file_size))
+    return out
+
+
+def floor(files: list[tuple[str, int]], target: str) -> float:
+    """Read every input file and write the same rows to parquet, no merge: the I/O floor."""
+    t0 = time.perf_counter()
+    writer = None
+    for path, _ in files:
+        reader = pq.ParquetFile(path)
+        for batch in reader.iter_batches(batch_size=64 * 1024):
+            if writer is None:
+                writer = pq.ParquetWriter(
+                    target,
+                    batch.schema,
+                    compression="zstd",
+                    compression_level=1,
+                    store_decimal_as_integer=True,
+                )
+            writer.write_batch(batch)
+    if writer is not None:
+        writer.close()
+    return time.perf_counter() - t0
+
+
+def pypaimon_read(warehouse: str, target: str) -> tuple[float, float, int]:
+    """pypaimon's merge-on-read of the table, then writing its result; seconds of each, rows."""
+    table = open_table(warehouse, IDENT)
+    t0 = time.perf_counter()
+    builder = table.new_read_builder()
+    data = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    read_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    pq.write_table(
+        data, target, compression="zstd", compression_level=1, store_decimal_as_integer=True
+    )
+    return read_s, time.perf_counter() - t1, data.num_rows
+
+
+def compact_in_child(warehouse: str) -> dict:
+    """Run our full compaction in a fresh process so its peak RSS is its own."""
+    code = (
+        "import json,sys,time;"
+        "from dagster_paimon.lsm.compact import compact_table;"
+        "from dagster_paimon.lsm.rewrite import TableRef;"
+        "from dagster_paimon.table import open_table;"
+        f"t=open_table({warehouse!r},{IDENT!r});t0=time.perf_counter();"
+        f"r=compact_table(t,TableRef({warehouse!r},{IDENT!r}),full=True);"
+        "print(json.dumps({'seconds':time.perf_counter()-t0,'read':r.bytes_read,"
+        "'written':r.bytes_written,'snapshot':r.snapshot_id,"
+        "'rss_mb':int([l.split()[1] for l in open('/proc/self/status')"
+        " if l.startswith('VmHWM')][0])/1024}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    """Build once, then measure (a), (b) and (c) on the same table state."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=1)
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--batches", type=int, default=4)
+    parser.add_argument("--bucket", type=int, default=1)
+    parser.add_argument("--keep", help="reuse/keep the warehouse (and TPC-H data) here")
+    args = parser.parse_args()
+    root = Path(args.keep or tempfile.mkdtemp(prefix="bench-compaction-"))
+    warehouse = str(root / "warehouse")
+    pristine = root / "pristine"
+    try:
+        if not pristine.exists():
+            source = lineitem(args.scale, root)
+            print(f"building table from {source} ({args.rows} rows, {args.batches} batches)")
+            build(warehouse, source, args.rows, args.batches, args.bucket)
+            shutil.copytree(warehouse, pristine)
+        else:
+            shutil.rmtree(warehouse, ignore_errors=True)
+            shutil.copytree(pristine, warehouse)
+        files = input_files(warehouse)
+        total = sum(size for _, size in files)
+        print(f"input: {len(files)} files, {total / MB:.1f} MB")
+        scratch = root / "scratch"
+        scratch.mkdir(exist_ok=True)
+        floor_s = floor(files, str(scratch / "floor.parquet"))
+        read_s, write_s, rows = pypaimon_read(warehouse, str(scratch / "pypaimon.parquet"))
+        ours = compact_in_child(warehouse)
+        print(
+            f"(a) ours, full compaction: {ours['seconds']:.2f} s, "
+            f"{total / MB / ours['seconds']:.1f} MB/s input, peak RSS {ours['rss_mb']:.0f} MB, "
+            f"{ours['written'] / MB:.1f} MB written"
+        )
+        print(
+            f"(b) floor, read+write without merge: {floor_s:.2f} s "
+            f"-> (a)/(b) = {ours['seconds'] / floor_s:.2f} (target <= 1.5)"
+        )
+        print(
+            f"(c) pypaimon merge-on-read: {read_s:.2f} s ({rows} rows), + writing "
+            f"{write_s:.2f} s -> ((c)+write)/(a) = {(read_s + write_s) / ours['seconds']:.1f}x "
+            "(target >= 5)"
+        )
+        driver_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"driver peak RSS (setup and baselines) {driver_mb:.0f} MB")
+        shutil.rmtree(scratch, ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Paimon's key-value file layout: _KEY_ columns, sequence number, value kind, then the row."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pypaimon.schema.data_types import PyarrowFieldParser
+from pypaimon.schema.table_schema import TableSchema
+
+KEY_PREFIX = "_KEY_"
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+RETRACT_KINDS = (UPDATE_BEFORE, DELETE)
+
+
+def trimmed_primary_keys(schema: TableSchema) -> list[str]:
+    """Primary keys minus partition keys: what a bucket's files are keyed by."""
+    return [k for k in schema.primary_keys if k not in schema.partition_keys]
+
+
+def key_columns(schema: TableSchema) -> list[str]:
+    """The _KEY_ column names of the KV layout, in primary-key order."""
+    return [KEY_PREFIX + k for k in trimmed_primary_keys(schema)]
+
+
+def value_schema(schema: TableSchema) -> pa.Schema:
+    """The table's columns as Arrow types, exactly as pypaimon maps them."""
+    return PyarrowFieldParser.from_paimon_schema(schema.fields)
+
+
+def kv_schema(schema: TableSchema) -> pa.Schema:
+    """The Arrow schema of a KV data file, field for field as pypaimon's writer lays it out."""
+    values = value_schema(schema)
+    keys = [
+        pa.field(KEY_PREFIX + k, values.field(k).type, nullable=values.field(k).nullable)
+        for k in trimmed_primary_keys(schema)
+    ]
+    system = [
+        pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False),
+        pa.field(VALUE_KIND, pa.int8(), nullable=False),
+    ]
+    return pa.schema([*keys, *system, *values])
