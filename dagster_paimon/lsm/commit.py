@@ -16,6 +16,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
+from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.table.row.generic_row import GenericRow
@@ -132,6 +133,13 @@ class CommitRequest:
     commit_user: str
     identifier: int
     new_files: Callable[[], None]
+    base_manifests: Callable[[Snapshot | None], list[ManifestFileMeta]] | None = None
+
+    def plan_base(self, table: FileStoreTable, latest: Snapshot | None) -> list[ManifestFileMeta]:
+        """The new base manifest list: the latest base + delta unless the request merges them."""
+        if self.base_manifests is not None:
+            return self.base_manifests(latest)
+        return ManifestListManager(table).read_all(latest)
 
 
 def _prepare_snapshot(
@@ -151,7 +159,7 @@ def _prepare_snapshot(
     attempt.names += [m.file_name for m in delta_metas]
     base_name, delta_name = f"manifest-list-{unique}-0", f"manifest-list-{unique}-1"
     attempt.names += [base_name, delta_name]
-    base_size = lists.write(base_name, lists.read_all(latest))
+    base_size = lists.write(base_name, request.plan_base(table, latest))
     delta_size = lists.write(delta_name, delta_metas)
     delta_records = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
     previous_total = (latest.total_record_count or 0) if latest else 0
