@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 
 APPEND_FILE_SOURCE = 0
 COMPACT_FILE_SOURCE = 1
-READ_BUFFER_ROWS = 1 << 20
+READ_BUFFER_ROWS = 1 << 17
+READ_BUFFER_BYTES = 1 << 20
 MIN_RUN_BATCH_ROWS = 1024
 OUTPUT_BATCH_ROWS = 64 * 1024
 
@@ -114,7 +115,7 @@ def read_run(
             _check_evolution(table, meta.schema_id)
         path = data_file_path(table, partition, bucket, meta)
         with table.file_io.new_input_stream(path) as stream:
-            reader = pq.ParquetFile(stream)
+            reader = pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
             for batch in reader.iter_batches(batch_size=batch_rows):
                 yield _aligned(batch, target)
 
