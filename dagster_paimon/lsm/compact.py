@@ -24,6 +24,15 @@ from dagster_paimon.lsm.strategy import drop_delete, strategy_from_options, trig
 
 log = logging.getLogger(__name__)
 
+COMPACTION_SNAPSHOT_ID = "paimon/compaction_snapshot_id"
+COMPACTION_UNITS = "paimon/compaction_units"
+COMPACTION_FILES_REWRITTEN = "paimon/files_rewritten"
+COMPACTION_FILES_UPGRADED = "paimon/files_upgraded"
+COMPACTION_FILES_WRITTEN = "paimon/files_written"
+COMPACTION_BYTES_READ = "paimon/bytes_read"
+COMPACTION_BYTES_WRITTEN = "paimon/bytes_written"
+COMPACTION_SECONDS = "paimon/compaction_seconds"
+
 
 def check_supported(options: CompactionOptions) -> None:
     """Refuse tables whose compaction must also write files we do not produce."""
@@ -121,6 +130,19 @@ class CompactionReport:
     def bytes_written(self) -> int:
         """Bytes of the files written."""
         return sum(r.bytes_written for r in self.results)
+
+    def to_metadata(self) -> dict[str, int | float | None]:
+        """Flat metrics for orchestration UIs to show and plot."""
+        return {
+            COMPACTION_SNAPSHOT_ID: self.snapshot_id,
+            COMPACTION_UNITS: len(self.plans),
+            COMPACTION_FILES_REWRITTEN: sum(r.rewritten_files for r in self.results),
+            COMPACTION_FILES_UPGRADED: sum(r.upgraded_files for r in self.results),
+            COMPACTION_FILES_WRITTEN: sum(len(r.new_files) for r in self.results),
+            COMPACTION_BYTES_READ: self.bytes_read,
+            COMPACTION_BYTES_WRITTEN: self.bytes_written,
+            COMPACTION_SECONDS: round(self.seconds, 3),
+        }
 
     def to_dict(self) -> dict:
         """The compact JSON of DESIGN.md section 6."""

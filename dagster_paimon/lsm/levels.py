@@ -20,6 +20,13 @@ from dagster_paimon.lsm.runs import LevelSortedRun, SortedRun, run_size
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
+HEALTH_SNAPSHOT_ID = "paimon/snapshot_id"
+HEALTH_FILES = "paimon/files"
+HEALTH_TOTAL_BYTES = "paimon/total_bytes"
+HEALTH_MAX_SORTED_RUNS = "paimon/max_sorted_runs"
+HEALTH_MEAN_SORTED_RUNS = "paimon/mean_sorted_runs"
+HEALTH_MAX_SIZE_AMP = "paimon/max_size_amplification_percent"
+
 
 def _creation_millis(f: DataFileMeta) -> int:
     """Creation time as a sortable number; a missing time sorts first."""
@@ -207,6 +214,18 @@ class TableHealth:
             "max_size_amplification_percent": max(
                 (b.size_amplification_percent for b in self.buckets), default=0.0
             ),
+        }
+
+    def to_metadata(self) -> dict[str, int | float | None]:
+        """Flat metrics for orchestration UIs to show and plot."""
+        summary = self.summary()
+        return {
+            HEALTH_SNAPSHOT_ID: self.snapshot_id,
+            HEALTH_FILES: summary["files"],
+            HEALTH_TOTAL_BYTES: summary["total_bytes"],
+            HEALTH_MAX_SORTED_RUNS: summary["max_sorted_runs"],
+            HEALTH_MEAN_SORTED_RUNS: summary["mean_sorted_runs"],
+            HEALTH_MAX_SIZE_AMP: summary["max_size_amplification_percent"],
         }
 
     def to_dict(self) -> dict:

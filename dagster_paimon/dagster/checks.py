@@ -1,0 +1,53 @@
+"""The `lsm_health` asset check: sorted runs and size amplification against Paimon's limits."""
+
+from dagster import AssetCheckResult, AssetChecksDefinition, AssetCheckSeverity, asset_check
+
+from dagster_paimon.dagster.metadata import health_metadata
+from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.dagster.specs import PaimonTableSpec
+from dagster_paimon.lsm.levels import TableHealth, read_levels
+
+LSM_HEALTH_CHECK = "lsm_health"
+
+
+def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) -> AssetCheckResult:
+    """Warn above the compaction trigger; fail above the stop trigger or the size-amp limit."""
+    summary = health.summary()
+    runs, amp = summary["max_sorted_runs"], summary["max_size_amplification_percent"]
+    problems = []
+    if runs > stop:
+        problems.append(f"{runs} sorted runs exceed num-sorted-run.stop-trigger {stop}")
+    if amp > max_amp:
+        problems.append(f"size amplification {amp:.0f}% exceeds {max_amp}%")
+    warnings = (
+        []
+        if problems or runs <= trigger
+        else [f"{runs} sorted runs exceed num-sorted-run.compaction-trigger {trigger}"]
+    )
+    return AssetCheckResult(
+        passed=not problems and not warnings,
+        severity=AssetCheckSeverity.ERROR if problems else AssetCheckSeverity.WARN,
+        description="; ".join(problems or warnings) or "LSM trees within Paimon's limits",
+        metadata=health_metadata(health),
+    )
+
+
+def build_lsm_health_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
+    """One health check per table, on its ingest asset."""
+
+    @asset_check(
+        asset=spec.asset_key,
+        name=LSM_HEALTH_CHECK,
+        description="Sorted runs and size amplification of every bucket vs Paimon's triggers.",
+    )
+    def lsm_health(warehouse: PaimonWarehouse) -> AssetCheckResult:
+        levels = read_levels(warehouse.open_table(spec.identifier))
+        options = levels.options
+        return evaluate_health(
+            levels.health(),
+            options.num_sorted_run_compaction_trigger,
+            options.num_sorted_run_stop_trigger,
+            options.max_size_amplification_percent,
+        )
+
+    return lsm_health

@@ -1,0 +1,73 @@
+"""The compaction asset: universal (or full) compaction of one partition's buckets."""
+
+from typing import Literal
+
+from dagster import (
+    AssetExecutionContext,
+    AssetsDefinition,
+    Config,
+    MaterializeResult,
+    asset,
+)
+from pydantic import Field
+
+from dagster_paimon.dagster.metadata import health_metadata, metadata_values
+from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.dagster.specs import PaimonTableSpec
+from dagster_paimon.lsm.compact import compact_table
+from dagster_paimon.lsm.levels import read_levels
+
+
+class CompactionConfig(Config):
+    """How to compact: Paimon's universal pick, or everything into the highest level."""
+
+    full: bool = Field(default=False, description="Full compaction into the highest level.")
+    executor: Literal["local", "spark"] = Field(
+        default="local", description="Run rewrite tasks in-process or on Spark executors."
+    )
+
+
+def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
+    """<db>/<table>/compaction, downstream of the ingest asset with the same partitions."""
+
+    @asset(
+        key=spec.compaction_asset_key,
+        deps=[spec.asset_key],
+        partitions_def=spec.partitions_def,
+        pool=spec.pool,
+        group_name=spec.database,
+        kinds={"paimon"},
+        description=f"Compaction of {spec.identifier}: merges sorted runs per bucket.",
+    )
+    def compaction(
+        context: AssetExecutionContext, config: CompactionConfig, warehouse: PaimonWarehouse
+    ) -> MaterializeResult:
+        table = warehouse.open_table(spec.identifier)
+        partition = spec.paimon_partition(
+            context.partition_key if context.has_partition_key else None
+        )
+        executor = None
+        if config.executor == "spark":
+            from dagster_paimon.spark.executor import SparkExecutor
+
+            executor = SparkExecutor.from_active_session()
+        report = compact_table(
+            table,
+            warehouse.table_ref(spec.identifier),
+            full=config.full,
+            partition=partition,
+            executor=executor,
+        )
+        if report.snapshot_id is None:
+            context.log.info(f"{spec.identifier} {partition or ''}: nothing to compact")
+        else:
+            context.log.info(
+                f"{spec.identifier} {partition or ''}: COMPACT snapshot {report.snapshot_id}, "
+                f"{report.bytes_read} bytes read, {report.bytes_written} written"
+            )
+        health = read_levels(table, partition=partition).health()
+        return MaterializeResult(
+            metadata={**metadata_values(report.to_metadata()), **health_metadata(health)}
+        )
+
+    return compaction

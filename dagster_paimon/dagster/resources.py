@@ -1,0 +1,56 @@
+"""The warehouse as a Dagster resource: where tables live and how to reach them."""
+
+from __future__ import annotations
+
+from dagster import ConfigurableResource
+from pydantic import Field
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.lsm.rewrite import TableRef
+from dagster_paimon.table import TableSpec, create_table, open_table
+
+S3_OPTION_KEYS = {
+    "s3_endpoint": "fs.s3.endpoint",
+    "s3_region": "fs.s3.region",
+    "s3_access_key_id": "fs.s3.accessKeyId",
+    "s3_secret_access_key": "fs.s3.accessKeySecret",
+    "s3_session_token": "fs.s3.securityToken",
+}
+
+
+class PaimonWarehouse(ConfigurableResource):
+    """A local or S3 Paimon warehouse; S3 credentials default to boto3's credential chain."""
+
+    uri: str = Field(description="Warehouse location: a local path or s3://bucket/prefix.")
+    s3_endpoint: str | None = Field(
+        default=None, description="Endpoint of an S3-compatible store (MinIO, moto, ...)."
+    )
+    s3_region: str | None = Field(default=None, description="S3 region.")
+    s3_access_key_id: str | None = Field(default=None, description="Explicit access key id.")
+    s3_secret_access_key: str | None = Field(default=None, description="Explicit secret key.")
+    s3_session_token: str | None = Field(default=None, description="Explicit session token.")
+    catalog_options: dict[str, str] = Field(
+        default_factory=dict, description="Extra pypaimon catalog options, passed through."
+    )
+
+    def paimon_options(self) -> dict[str, str]:
+        """Catalog options for pypaimon: the S3 settings that are set, then the extras."""
+        options = {
+            key: str(getattr(self, attr))
+            for attr, key in S3_OPTION_KEYS.items()
+            if getattr(self, attr) is not None
+        }
+        options.update(self.catalog_options)
+        return options
+
+    def open_table(self, identifier: str) -> FileStoreTable:
+        """An existing table, or a typed error naming what is missing."""
+        return open_table(self.uri, identifier, self.paimon_options())
+
+    def create_table(self, spec: TableSpec) -> FileStoreTable:
+        """Create the table if absent; an existing one must match the spec."""
+        return create_table(self.uri, spec, self.paimon_options())
+
+    def table_ref(self, identifier: str) -> TableRef:
+        """A picklable handle executors use to reopen the table."""
+        return TableRef(self.uri, identifier, tuple(sorted(self.paimon_options().items())))

@@ -1,0 +1,134 @@
+"""A health sensor per table: request compaction of exactly the partitions that need it."""
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dagster import (
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    RunsFilter,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.dagster.specs import PaimonTableSpec
+from dagster_paimon.errors import TableNotFoundError
+from dagster_paimon.lsm.levels import BucketHealth, TableLevels, read_levels
+
+IN_FLIGHT = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
+PARTITION_TAG = "dagster/partition"
+WHOLE_TABLE = "__table__"
+
+
+@dataclass
+class SensorCursor:
+    """Which snapshot each partition was last requested at: a tick never asks twice."""
+
+    requested: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str | None) -> "SensorCursor":
+        """A missing or corrupt cursor starts fresh rather than failing the sensor."""
+        try:
+            data = json.loads(text) if text else {}
+            return cls({str(k): int(v) for k, v in data.get("requested", {}).items()})
+        except (ValueError, TypeError, AttributeError):
+            return cls()
+
+    def dump(self) -> str:
+        """The serialized cursor."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def needs_compaction(bucket: BucketHealth, trigger: int, max_amp: int) -> bool:
+    """More sorted runs than the trigger, or more size amplification than allowed."""
+    return bucket.sorted_runs > trigger or bucket.size_amplification_percent > max_amp
+
+
+def unhealthy_partitions(levels: TableLevels) -> set[tuple[tuple[str, str], ...]]:
+    """Paimon partitions (as sorted key/value pairs) with at least one bucket over a limit."""
+    options = levels.options
+    return {
+        tuple(sorted(b.partition.items()))
+        for b in levels.buckets
+        if needs_compaction(
+            b.health(),
+            options.num_sorted_run_compaction_trigger,
+            options.max_size_amplification_percent,
+        )
+    }
+
+
+def _partition_keys_by_paimon(
+    spec: PaimonTableSpec, context: SensorEvaluationContext
+) -> dict[tuple[tuple[str, str], ...], str]:
+    """Reverse the spec's mapping: which Dagster partition key names each Paimon partition."""
+    keys = spec.partitions_def.get_partition_keys(dynamic_partitions_store=context.instance)
+    return {tuple(sorted(spec.paimon_partition(k).items())): k for k in keys}
+
+
+def _in_flight(context: SensorEvaluationContext, job_name: str) -> set[str]:
+    """Partition keys (or WHOLE_TABLE) with a compaction run queued or running."""
+    runs = context.instance.get_runs(filters=RunsFilter(job_name=job_name, statuses=IN_FLIGHT))
+    return {r.tags.get(PARTITION_TAG, WHOLE_TABLE) for r in runs}
+
+
+def build_compaction_sensor(
+    spec: PaimonTableSpec,
+    job: Any,
+    minimum_interval_seconds: int = 60,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+) -> SensorDefinition:
+    """Each tick reads health in one metadata pass and requests compaction where it is due.
+
+    `job` is the table's compaction job (as `define_asset_job` returns it).
+    """
+
+    @sensor(
+        name=f"{spec.database}_{spec.name}_compaction_sensor",
+        job=job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"Requests compaction of {spec.identifier} partitions over Paimon's triggers.",
+    )
+    def compaction_sensor(context: SensorEvaluationContext, warehouse: PaimonWarehouse):
+        try:
+            levels = read_levels(warehouse.open_table(spec.identifier))
+        except TableNotFoundError:
+            return SkipReason(f"{spec.identifier} has not been created yet")
+        cursor = SensorCursor.parse(context.cursor)
+        snapshot = levels.snapshot_id or 0
+        busy = _in_flight(context, job.name)
+        unhealthy = unhealthy_partitions(levels)
+        if spec.partitions_def is None:
+            targets = {WHOLE_TABLE: None} if unhealthy else {}
+        else:
+            by_paimon = _partition_keys_by_paimon(spec, context)
+            targets = {by_paimon[p]: by_paimon[p] for p in unhealthy if p in by_paimon}
+        requests = []
+        for name, partition_key in sorted(targets.items()):
+            if name in busy or cursor.requested.get(name) == snapshot:
+                continue
+            cursor.requested[name] = snapshot
+            requests.append(RunRequest(run_key=f"{name}@{snapshot}", partition_key=partition_key))
+        if not requests:
+            return SensorResult(
+                skip_reason=f"{spec.identifier} at snapshot {snapshot}: nothing new to compact "
+                f"({len(unhealthy)} unhealthy, {len(busy)} in flight)",
+                cursor=cursor.dump(),
+            )
+        context.log.info(f"requesting compaction of {[r.partition_key for r in requests]}")
+        return SensorResult(run_requests=requests, cursor=cursor.dump())
+
+    return compaction_sensor

@@ -1,0 +1,88 @@
+"""A Paimon table as Dagster sees it: layout, partitions, and the thresholds sensors act on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from dagster import AssetKey, PartitionsDefinition
+
+from dagster_paimon.lsm.options import CompactionOptions
+from dagster_paimon.table import TableSpec
+
+PartitionMapping = Callable[[str], Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class PaimonTableSpec:
+    """Everything the asset factory needs to know about one primary-key table."""
+
+    database: str
+    name: str
+    schema: pa.Schema
+    primary_keys: tuple[str, ...]
+    bucket: int
+    partition_keys: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+    partitions_def: PartitionsDefinition | None = None
+    partition_mapping: PartitionMapping | None = None
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        """Partitioned assets need a way to name the Paimon partition of a Dagster partition."""
+        if (
+            self.partitions_def is not None
+            and self.partition_mapping is None
+            and len(self.partition_keys) != 1
+        ):
+            raise ValueError(
+                f"{self.identifier}: give partition_mapping to map a Dagster partition key "
+                f"onto the Paimon partition keys {list(self.partition_keys)}"
+            )
+
+    @property
+    def identifier(self) -> str:
+        """'db.table'."""
+        return f"{self.database}.{self.name}"
+
+    @property
+    def table_spec(self) -> TableSpec:
+        """The library's spec, used to create and validate the table."""
+        return TableSpec(
+            self.database,
+            self.name,
+            self.schema,
+            tuple(self.primary_keys),
+            self.bucket,
+            tuple(self.partition_keys),
+            dict(self.options),
+        )
+
+    @property
+    def compaction_options(self) -> CompactionOptions:
+        """Paimon's compaction options (and so the sensor thresholds) for this table."""
+        return CompactionOptions.from_table_options(self.options)
+
+    @property
+    def asset_key(self) -> AssetKey:
+        """<db>/<table>: the ingest asset."""
+        return AssetKey([self.database, self.name])
+
+    @property
+    def compaction_asset_key(self) -> AssetKey:
+        """<db>/<table>/compaction."""
+        return AssetKey([self.database, self.name, "compaction"])
+
+    @property
+    def pool(self) -> str:
+        """One compaction of a table at a time: a Dagster pool per table."""
+        return f"paimon_compaction_{self.database}_{self.name}"
+
+    def paimon_partition(self, partition_key: str | None) -> dict[str, str] | None:
+        """The Paimon partition a Dagster partition key stands for (None: whole table)."""
+        if partition_key is None or self.partitions_def is None:
+            return None
+        if self.partition_mapping is not None:
+            return {k: str(v) for k, v in self.partition_mapping(partition_key).items()}
+        return {self.partition_keys[0]: partition_key}

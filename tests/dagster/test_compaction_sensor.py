@@ -1,0 +1,142 @@
+"""Compaction asset, health check and sensor against real tables and a real Dagster instance."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from dagster import (
+    AssetCheckSeverity,
+    DagsterInstance,
+    DailyPartitionsDefinition,
+    build_op_context,
+    build_sensor_context,
+    define_asset_job,
+    materialize,
+)
+
+from dagster_paimon.dagster.checks import build_lsm_health_check
+from dagster_paimon.dagster.compaction import build_compaction_asset
+from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.dagster.sensors import SensorCursor, build_compaction_sensor
+from dagster_paimon.dagster.specs import PaimonTableSpec
+from dagster_paimon.lsm.levels import read_levels
+from tests.conftest import write_with_pypaimon
+from tests.lsm.kvmodel import read_rows, sorted_rows
+
+SCHEMA = pa.schema(
+    [
+        pa.field("dt", pa.string(), nullable=False),
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("v", pa.string()),
+    ]
+)
+DAYS = DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-01-05")
+SPEC = PaimonTableSpec(
+    "shop",
+    "events",
+    SCHEMA,
+    ("dt", "id"),
+    1,
+    ("dt",),
+    {"num-sorted-run.compaction-trigger": "3"},
+    partitions_def=DAYS,
+)
+JOB = define_asset_job("compact_shop_events", selection=[SPEC.compaction_asset_key])
+
+
+def write_day(table, day: str, commits: int) -> None:
+    for c in range(commits):
+        rows = [{"dt": day, "id": i, "v": f"{day}-{c}"} for i in range(c, c + 20)]
+        write_with_pypaimon(table, pa.Table.from_pylist(rows, schema=SCHEMA))
+
+
+@pytest.fixture
+def warehouse_resource(warehouse) -> PaimonWarehouse:
+    return PaimonWarehouse(uri=warehouse)
+
+
+def sensor_tick(sensor, resource, instance, cursor=None):
+    context = build_sensor_context(
+        instance=instance, cursor=cursor, resources={"warehouse": resource}
+    )
+    return sensor(context)
+
+
+def test_sensor_requests_exactly_the_unhealthy_partitions_then_nothing(warehouse_resource):
+    table = warehouse_resource.create_table(SPEC.table_spec)
+    write_day(table, "2024-01-01", 5)
+    write_day(table, "2024-01-02", 2)
+    write_day(table, "2024-01-03", 4)
+    sensor = build_compaction_sensor(SPEC, JOB)
+    instance = DagsterInstance.ephemeral()
+
+    result = sensor_tick(sensor, warehouse_resource, instance)
+    assert sorted(r.partition_key for r in result.run_requests) == ["2024-01-01", "2024-01-03"]
+
+    again = sensor_tick(sensor, warehouse_resource, instance, cursor=result.cursor)
+    assert again.run_requests == []
+
+    compaction = build_compaction_asset(SPEC)
+    for day in ("2024-01-01", "2024-01-03"):
+        outcome = materialize(
+            [compaction],
+            partition_key=day,
+            resources={"warehouse": warehouse_resource},
+            instance=instance,
+            selection=[SPEC.compaction_asset_key],
+        )
+        assert outcome.success
+    health = read_levels(table).health()
+    assert health.summary()["max_sorted_runs"] <= 3
+    after = sensor_tick(sensor, warehouse_resource, instance, cursor=again.cursor)
+    assert after.run_requests == []
+
+
+def test_compaction_asset_records_metrics_and_keeps_rows(warehouse_resource):
+    table = warehouse_resource.create_table(SPEC.table_spec)
+    write_day(table, "2024-01-02", 4)
+    before = sorted_rows(read_rows(table), ("dt", "id"))
+    result = materialize(
+        [build_compaction_asset(SPEC)],
+        partition_key="2024-01-02",
+        resources={"warehouse": warehouse_resource},
+        run_config={"ops": {"shop__events__compaction": {"config": {"full": True}}}},
+    )
+    assert result.success
+    mat = result.asset_materializations_for_node("shop__events__compaction")[0]
+    assert mat.metadata["paimon/files_rewritten"].value == 4
+    assert mat.metadata["paimon/max_sorted_runs"].value == 1
+    assert mat.metadata["paimon/bytes_written"].value > 0
+    assert sorted_rows(read_rows(table), ("dt", "id")) == before
+
+
+def test_health_check_warns_then_fails_with_more_sorted_runs(warehouse_resource):
+    from dagster_paimon.dagster.checks import evaluate_health
+
+    table = warehouse_resource.create_table(SPEC.table_spec)
+    write_day(table, "2024-01-01", 2)
+    health = read_levels(table).health()
+    assert evaluate_health(health, trigger=3, stop=6, max_amp=10_000).passed
+    write_day(table, "2024-01-01", 2)
+    warn = evaluate_health(read_levels(table).health(), trigger=3, stop=6, max_amp=10_000)
+    assert not warn.passed and warn.severity == AssetCheckSeverity.WARN
+    write_day(table, "2024-01-01", 3)
+    fail = evaluate_health(read_levels(table).health(), trigger=3, stop=6, max_amp=10_000)
+    assert not fail.passed and fail.severity == AssetCheckSeverity.ERROR
+    amp = evaluate_health(read_levels(table).health(), trigger=30, stop=60, max_amp=50)
+    assert not amp.passed and "size amplification" in amp.description
+
+
+def test_health_check_definition_runs_against_the_table(warehouse_resource):
+    table = warehouse_resource.create_table(SPEC.table_spec)
+    write_day(table, "2024-01-01", 5)
+    check = build_lsm_health_check(SPEC)
+    evaluation = check(build_op_context(resources={"warehouse": warehouse_resource}))
+    assert not evaluation.passed
+    assert evaluation.severity == AssetCheckSeverity.ERROR
+    assert "size amplification 400% exceeds 200%" in evaluation.description
+
+
+def test_corrupt_cursor_starts_fresh():
+    assert SensorCursor.parse("not json").requested == {}
+    assert SensorCursor.parse('{"requested": {"a": 3}}').requested == {"a": 3}
