@@ -1,0 +1,34 @@
+"""dagster-paimon: keep Apache Paimon primary-key tables healthy and fed, from Dagster and Spark.
+
+Names resolve lazily so `import dagster_paimon` (and the CLI) loads neither Dagster nor Spark
+until one of their adapters is used.
+"""
+
+import importlib
+
+_EXPORTS = {
+    "TableSpec": "dagster_paimon.table",
+    "create_table": "dagster_paimon.table",
+    "open_table": "dagster_paimon.table",
+    "DagsterPaimonError": "dagster_paimon.errors",
+    "compact_table": "dagster_paimon.lsm.compact",
+    "read_levels": "dagster_paimon.lsm.levels",
+    "PaimonWarehouse": "dagster_paimon.dagster.resources",
+    "PaimonTableSpec": "dagster_paimon.dagster.specs",
+    "CompactionConfig": "dagster_paimon.dagster.compaction",
+    "build_compaction_asset": "dagster_paimon.dagster.compaction",
+    "build_compaction_sensor": "dagster_paimon.dagster.sensors",
+    "build_lsm_health_check": "dagster_paimon.dagster.checks",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Import the module that defines `name` on first use."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dagster_paimon' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

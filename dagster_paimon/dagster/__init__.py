@@ -1,0 +1,1 @@
+"""Dagster adapters: resources, table specs, assets, checks, sensors and schedules."""
