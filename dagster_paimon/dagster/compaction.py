@@ -1,12 +1,13 @@
 """The compaction asset: universal (or full) compaction of one partition's buckets."""
 
-from typing import Literal
+from typing import Any, Literal
 
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
     Config,
     MaterializeResult,
+    ResourceParam,
     asset,
 )
 from pydantic import Field
@@ -28,7 +29,11 @@ class CompactionConfig(Config):
 
 
 def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
-    """<db>/<table>/compaction, downstream of the ingest asset with the same partitions."""
+    """<db>/<table>/compaction, downstream of the ingest asset with the same partitions.
+
+    Needs the `warehouse` resource and a `pyspark` resource, which is only started when the
+    run's config asks for the Spark executor (use LazyPySparkResource).
+    """
 
     @asset(
         key=spec.compaction_asset_key,
@@ -40,7 +45,10 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
         description=f"Compaction of {spec.identifier}: merges sorted runs per bucket.",
     )
     def compaction(
-        context: AssetExecutionContext, config: CompactionConfig, warehouse: PaimonWarehouse
+        context: AssetExecutionContext,
+        config: CompactionConfig,
+        warehouse: PaimonWarehouse,
+        pyspark: ResourceParam[Any],
     ) -> MaterializeResult:
         table = warehouse.open_table(spec.identifier)
         partition = spec.paimon_partition(
@@ -50,7 +58,7 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
         if config.executor == "spark":
             from dagster_paimon.spark.executor import SparkExecutor
 
-            executor = SparkExecutor.from_active_session()
+            executor = SparkExecutor(pyspark.spark_session)
         report = compact_table(
             table,
             warehouse.table_ref(spec.identifier),

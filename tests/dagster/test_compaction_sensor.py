@@ -13,6 +13,7 @@ from dagster import (
     define_asset_job,
     materialize,
 )
+from dagster_pyspark import LazyPySparkResource
 
 from dagster_paimon.dagster.checks import build_lsm_health_check
 from dagster_paimon.dagster.compaction import build_compaction_asset
@@ -55,6 +56,11 @@ def warehouse_resource(warehouse) -> PaimonWarehouse:
     return PaimonWarehouse(uri=warehouse)
 
 
+def resources_for(warehouse: PaimonWarehouse) -> dict:
+    """The compaction asset's resources; Spark is lazy and never started by local compaction."""
+    return {"warehouse": warehouse, "pyspark": LazyPySparkResource(spark_config={})}
+
+
 def sensor_tick(sensor, resource, instance, cursor=None):
     context = build_sensor_context(
         instance=instance, cursor=cursor, resources={"warehouse": resource}
@@ -81,7 +87,7 @@ def test_sensor_requests_exactly_the_unhealthy_partitions_then_nothing(warehouse
         outcome = materialize(
             [compaction],
             partition_key=day,
-            resources={"warehouse": warehouse_resource},
+            resources=resources_for(warehouse_resource),
             instance=instance,
             selection=[SPEC.compaction_asset_key],
         )
@@ -99,7 +105,7 @@ def test_compaction_asset_records_metrics_and_keeps_rows(warehouse_resource):
     result = materialize(
         [build_compaction_asset(SPEC)],
         partition_key="2024-01-02",
-        resources={"warehouse": warehouse_resource},
+        resources=resources_for(warehouse_resource),
         run_config={"ops": {"shop__events__compaction": {"config": {"full": True}}}},
     )
     assert result.success
