@@ -7,7 +7,12 @@ from dagster import Definitions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from assets import orders_table
-from schedules import health_schedule
+from assets import ORDERS, PROFILES, orders_feed, profiles_feed
+from dagster_paimon.dagster.factory import build_paimon_table_definitions
+from resources import spark_resource, warehouse_resource
 
-defs = Definitions(assets=[orders_table], schedules=[health_schedule])
+defs = Definitions.merge(
+    build_paimon_table_definitions(ORDERS, orders_feed, single_run_backfill=False),
+    build_paimon_table_definitions(PROFILES, profiles_feed),
+    Definitions(resources={"warehouse": warehouse_resource(), "pyspark": spark_resource()}),
+)

@@ -1,5 +1,5 @@
-"""Example deployment assets: the tables of a small shop."""
+"""Example deployment assets: the tables of a small shop and their feeds."""
 
-from assets.shop import ORDERS, orders_table
+from assets.shop import ORDERS, PROFILES, orders_feed, profiles_feed
 
-__all__ = ["ORDERS", "orders_table"]
+__all__ = ["ORDERS", "PROFILES", "orders_feed", "profiles_feed"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from dagster_paimon.errors import (
     DagsterPaimonError,
@@ -26,7 +28,14 @@ from dagster_paimon.lsm.compact import (
 )
 from dagster_paimon.lsm.levels import TableHealth, read_levels
 from dagster_paimon.lsm.rewrite import TableRef
+from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
+from dagster_paimon.maintenance.manifests import compact_manifests
+from dagster_paimon.maintenance.options import DAY_MS, RetentionOverrides, parse_duration_ms
+from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.table import open_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -161,10 +170,125 @@ def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
     if args.dry_run:
         plan = plan_table_compaction(read_levels(table, partition=partition), full=args.full)
         return _dry_run_payload(plan), _human_plan(plan)
+    executor = None
+    if args.executor == "spark":
+        from dagster_paimon.spark.executor import SparkExecutor
+
+        executor = SparkExecutor(_spark_session(args))
     report = compact_table(
-        table, TableRef(args.warehouse, args.table), full=args.full, partition=partition
+        table,
+        TableRef(args.warehouse, args.table),
+        full=args.full,
+        partition=partition,
+        executor=executor,
     )
     return report.to_dict(), _human_report(report)
+
+
+def _spark_session(args: argparse.Namespace) -> SparkSession:
+    """The Spark session of --spark-master; Spark's own logging only with --verbose."""
+    from dagster_paimon.spark.session import spark_session
+
+    spark = spark_session(args.spark_master)
+    if not args.verbose:
+        spark.sparkContext.setLogLevel("OFF")
+    return spark
+
+
+def cmd_ingest(args: argparse.Namespace) -> tuple[dict, str]:
+    """Ingest files into level 0 with Spark: one APPEND (or OVERWRITE) snapshot."""
+    open_table(args.warehouse, args.table)
+    if "://" not in args.source and not os.path.exists(args.source):
+        raise UsageError(f"--source {args.source!r} does not exist")
+    from dagster_paimon.spark.ingest import ingest_files
+
+    report = ingest_files(
+        _spark_session(args),
+        args.warehouse,
+        args.table,
+        args.source,
+        fmt=args.format,
+        mode=args.mode,
+    )
+    if report.snapshot_id is None:
+        return report.to_dict(), f"{report.table}: nothing to ingest from {args.source}"
+    return report.to_dict(), (
+        f"{report.table}: committed {report.commit_kind} snapshot {report.snapshot_id}, "
+        f"{report.rows} rows in {report.files} level-0 files over {report.buckets} buckets "
+        f"in {report.seconds:.2f} s"
+    )
+
+
+def _add_spark_commands(commands: argparse._SubParsersAction) -> None:
+    """ingest (Spark data source into level 0)."""
+    ingest = commands.add_parser("ingest", help="write files into level 0 with Spark")
+    _common(ingest)
+    ingest.add_argument("--source", required=True, help="file or directory to ingest")
+    ingest.add_argument("--format", choices=("parquet", "csv", "json"), default="parquet")
+    ingest.add_argument("--mode", choices=("append", "overwrite"), default="append")
+    ingest.add_argument("--spark-master", default="local[*]", help="Spark master URL")
+    ingest.set_defaults(handler=cmd_ingest)
+
+
+def _duration_ms(text: str | None) -> int | None:
+    """An --older-than DURATION in milliseconds; anything unparsable is a usage error."""
+    if text is None:
+        return None
+    try:
+        return parse_duration_ms(text)
+    except ValueError as e:
+        raise UsageError(f"--older-than must be a duration like 1h, 30min or 2d: {e}") from e
+
+
+def cmd_expire(args: argparse.Namespace) -> tuple[dict, str]:
+    """Expire snapshots or long-lived changelogs by retention options and flag overrides."""
+    table = open_table(args.warehouse, args.table)
+    overrides = RetentionOverrides(
+        args.retain_min, args.retain_max, _duration_ms(args.older_than), args.max_deletes
+    )
+    expire = expire_snapshots if args.command == "expire-snapshots" else expire_changelogs
+    result = expire(table, overrides=overrides, dry_run=args.dry_run)
+    return result.to_dict(), result.summary()
+
+
+def cmd_compact_manifests(args: argparse.Namespace) -> tuple[dict, str]:
+    """Merge manifests (minor by the table's thresholds, or --full) into a new snapshot."""
+    table = open_table(args.warehouse, args.table)
+    result = compact_manifests(table, full=args.full, dry_run=args.dry_run)
+    return result.to_dict(), result.summary()
+
+
+def cmd_remove_orphans(args: argparse.Namespace) -> tuple[dict, str]:
+    """Delete files no snapshot, tag, changelog or branch references, older than a threshold."""
+    table = open_table(args.warehouse, args.table)
+    older_than = _duration_ms(args.older_than)
+    result = remove_orphans(
+        table, older_than_ms=DAY_MS if older_than is None else older_than, dry_run=args.dry_run
+    )
+    return result.to_dict(), result.summary()
+
+
+def _add_maintenance_commands(commands: argparse._SubParsersAction) -> None:
+    """expire-snapshots, expire-changelogs, compact-manifests and remove-orphans."""
+    for name, what in (("expire-snapshots", "snapshots"), ("expire-changelogs", "changelogs")):
+        expire = commands.add_parser(name, help=f"expire {what} by retention, keeping tags")
+        _common(expire)
+        expire.add_argument("--retain-min", type=int, help=f"keep at least N {what}")
+        expire.add_argument("--retain-max", type=int, help=f"keep at most N {what}")
+        expire.add_argument("--older-than", help="expire only past this age (e.g. 1h)")
+        expire.add_argument("--max-deletes", type=int, help=f"expire at most N {what} per run")
+        expire.add_argument("--dry-run", action="store_true", help="list, delete nothing")
+        expire.set_defaults(handler=cmd_expire)
+    manifests = commands.add_parser("compact-manifests", help="merge small manifests")
+    _common(manifests)
+    manifests.add_argument("--full", action="store_true", help="full compaction at any size")
+    manifests.add_argument("--dry-run", action="store_true", help="estimate, write nothing")
+    manifests.set_defaults(handler=cmd_compact_manifests)
+    orphans = commands.add_parser("remove-orphans", help="delete old unreferenced files")
+    _common(orphans)
+    orphans.add_argument("--older-than", help="only files older than this (default 1d)")
+    orphans.add_argument("--dry-run", action="store_true", help="list, delete nothing")
+    orphans.set_defaults(handler=cmd_remove_orphans)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -190,7 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--partition", help="only buckets of this partition, K=V[,K=V]")
     compact.add_argument("--full", action="store_true", help="compact every bucket fully")
     compact.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    compact.add_argument(
+        "--executor", choices=("local", "spark"), default="local", help="where tasks run"
+    )
+    compact.add_argument("--spark-master", default="local[*]", help="Spark master URL")
     compact.set_defaults(handler=cmd_compact)
+    _add_spark_commands(commands)
+    _add_maintenance_commands(commands)
     return parser
 
 

@@ -43,3 +43,11 @@ class MergeError(DagsterPaimonError):
 
 class CommitConflictError(DagsterPaimonError):
     """Another commit changed the files this one replaces; nothing of this one was committed."""
+
+
+class MaintenanceAbortedError(DagsterPaimonError):
+    """Maintenance stopped before deleting anything: it could not prove the files unused."""
+
+
+class StaleMaintenancePlanError(MaintenanceAbortedError):
+    """A new tag, consumer or branch appeared after planning; the plan could delete its files."""

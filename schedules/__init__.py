@@ -1,5 +1,1 @@
-"""Example deployment schedules."""
-
-from schedules.health import health_schedule
-
-__all__ = ["health_schedule"]
+"""Example deployment schedules and sensors: maintenance of every shop table."""

@@ -1,0 +1,1 @@
+"""Table maintenance: snapshot and changelog expiry, manifest compaction, orphan removal."""

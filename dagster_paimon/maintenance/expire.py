@@ -1,0 +1,540 @@
+"""Snapshot and changelog expiry (ExpireSnapshotsImpl, ExpireChangelogImpl): plan, then execute.
+
+Execution deletes in Paimon's order, data files, then manifests and lists, then the snapshot
+(or changelog) files, then the EARLIEST hint, so a run that dies midway leaves every retained
+snapshot readable and the next run finishes the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, replace
+
+from pypaimon.changelog.changelog import Changelog
+from pypaimon.common.json_util import JSON
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.errors import StaleMaintenancePlanError
+from dagster_paimon.maintenance.deletion import (
+    TagSkipper,
+    added_in_changelogs,
+    data_files_to_delete,
+    deleted_in_deltas,
+    metadata_to_delete,
+)
+from dagster_paimon.maintenance.files import TableFiles, delete_logged, table_files
+from dagster_paimon.maintenance.metadata import (
+    CHANGELOG_PREFIX,
+    EARLIEST,
+    LATEST,
+    SNAPSHOT_PREFIX,
+    TableMetadata,
+)
+from dagster_paimon.maintenance.options import ExpireConfig, RetentionOverrides
+from dagster_paimon.maintenance.references import collect_used, referrers
+
+log = logging.getLogger(__name__)
+
+SNAPSHOTS = "snapshots"
+CHANGELOGS = "changelogs"
+
+METRIC_EXPIRED = "expired"
+METRIC_DELETED_FILES = "deleted_files"
+METRIC_DELETED_DATA_FILES = "deleted_data_files"
+METRIC_DELETED_METADATA_FILES = "deleted_metadata_files"
+METRIC_EARLIEST = "earliest"
+METRIC_SECONDS = "seconds"
+
+
+@dataclass(frozen=True)
+class PlanGuard:
+    """What planning saw protecting files; execution refuses to run if more appeared."""
+
+    tags: frozenset[tuple[str, int]] = frozenset()
+    branches: frozenset[str] = frozenset()
+    check_consumers: bool = True
+
+
+@dataclass(frozen=True)
+class ExpiryPlan:
+    """Which snapshots (or changelogs) expire and exactly which files that frees."""
+
+    table: str
+    target: str
+    earliest_id: int | None = None
+    end_id: int | None = None
+    expired_ids: tuple[int, ...] = ()
+    data_files: tuple[str, ...] = ()
+    metadata_files: tuple[str, ...] = ()
+    write_changelogs: bool = False
+    guard: PlanGuard = field(default_factory=PlanGuard)
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing to expire."""
+        return not self.expired_ids
+
+
+@dataclass(frozen=True)
+class ExpiryResult:
+    """What an expiry run removed (or, dry, would remove), with its metrics."""
+
+    table: str
+    target: str
+    expired_ids: tuple[int, ...]
+    deleted_data_files: int
+    deleted_metadata_files: int
+    deleted_records: int
+    earliest: int | None
+    dry_run: bool
+    seconds: float
+
+    @property
+    def deleted_files(self) -> int:
+        """Every file removed: data, metadata and the snapshot or changelog files."""
+        return self.deleted_data_files + self.deleted_metadata_files + self.deleted_records
+
+    def to_metadata(self) -> dict[str, int | float | None]:
+        """Metric values keyed by this module's METRIC_* constants, for Dagster."""
+        return {
+            METRIC_EXPIRED: len(self.expired_ids),
+            METRIC_DELETED_FILES: self.deleted_files,
+            METRIC_DELETED_DATA_FILES: self.deleted_data_files,
+            METRIC_DELETED_METADATA_FILES: self.deleted_metadata_files,
+            METRIC_EARLIEST: self.earliest,
+            METRIC_SECONDS: round(self.seconds, 3),
+        }
+
+    def to_dict(self) -> dict:
+        """The expire-* JSON of DESIGN.md section 6."""
+        return {
+            "table": self.table,
+            "target": self.target,
+            "expired": list(self.expired_ids),
+            "deleted_files": self.deleted_files,
+            "deleted_data_files": self.deleted_data_files,
+            "deleted_metadata_files": self.deleted_metadata_files,
+            "earliest": self.earliest,
+            "dry_run": self.dry_run,
+            "seconds": round(self.seconds, 3),
+        }
+
+    def summary(self) -> str:
+        """One human line."""
+        kind = self.target[:-1]
+        if not self.expired_ids:
+            return f"{self.table}: no {kind} to expire (earliest {self.earliest})"
+        verb = "would expire" if self.dry_run else "expired"
+        ids = self.expired_ids
+        return (
+            f"{self.table}: {verb} {len(ids)} {self.target} ({ids[0]}..{ids[-1]}), "
+            f"{self.deleted_files} files ({self.deleted_data_files} data), earliest {kind} "
+            f"now {self.earliest}"
+        )
+
+
+def _table_name(table: FileStoreTable) -> str:
+    """The 'db.table' name for reports."""
+    return str(table.identifier.get_full_name())
+
+
+def _now_ms(now_ms: int | None) -> int:
+    """The clock Java's expiry reads, injectable for tests."""
+    return int(time.time() * 1000) if now_ms is None else now_ms
+
+
+def _guard(
+    meta: TableMetadata, tags: list[tuple[str, Snapshot]], check_consumers: bool
+) -> PlanGuard:
+    """The protections in force when planning."""
+    return PlanGuard(
+        tags=frozenset((name, s.id) for name, s in tags),
+        branches=frozenset(b.name for b in meta.branches()[1:]),
+        check_consumers=check_consumers,
+    )
+
+
+def _branch_names(meta: TableMetadata) -> set[str]:
+    """Every file some other branch's snapshots, tags or changelogs use (they share files)."""
+    refs = [r for b in meta.branches()[1:] for r in referrers(meta, b)]
+    return collect_used(meta, refs).names if refs else set()
+
+
+def _skipping_set(
+    meta: TableMetadata,
+    keep: list[Snapshot],
+    *,
+    lenient: tuple[Snapshot, ...] = (),
+    changelogs: tuple[Snapshot, ...] = (),
+) -> set[str] | None:
+    """Metadata names that retained snapshots, tags and changelogs need; None if unreadable.
+
+    `lenient` snapshots are changelogs read as roots: their base list may already be gone.
+    `changelogs` only need what reading their changes needs.
+    """
+    try:
+        names: set[str] = set()
+        for s in keep:
+            names |= meta.metadata_files(s)[0]
+        for s in lenient:
+            names |= meta.metadata_files(s, missing_ok=True)[0]
+        for c in changelogs:
+            names |= meta.metadata_files(c, changelog_only=True, missing_ok=True)[0]
+        return names
+    except Exception as e:
+        log.warning("cannot read what retained snapshots use; keeping all manifests: %s", e)
+        return None
+
+
+def _expiry_end(
+    candidates: dict[int, Snapshot],
+    lo: int,
+    hi: int,
+    older_than_ms: int,
+    *,
+    next_snapshot: bool,
+) -> int:
+    """First id to keep: hi, or earlier where a snapshot is still younger than the retention.
+
+    Snapshot expiry checks the next snapshot's age (Java's stronger protection); changelog
+    expiry checks the changelog's own, with hi inclusive.
+    """
+    stop = hi if next_snapshot else hi + 1
+    for i in range(lo, stop):
+        probe = candidates.get(i + 1 if next_snapshot else i)
+        if probe is not None and older_than_ms <= probe.time_millis:
+            return i
+    return hi
+
+
+def plan_snapshot_expiry(
+    table: FileStoreTable,
+    config: ExpireConfig | None = None,
+    *,
+    overrides: RetentionOverrides | None = None,
+    now_ms: int | None = None,
+    files: TableFiles | None = None,
+) -> ExpiryPlan:
+    """Decide which snapshots expire and which files that frees; reads only."""
+    config = config or ExpireConfig.from_table_options(table.table_schema.options, overrides)
+    meta = TableMetadata(table, files or table_files(table))
+    name = _table_name(table)
+    ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
+    if not ids:
+        return ExpiryPlan(name, SNAPSHOTS)
+    earliest, latest = ids[0], ids[-1]
+    r = config.snapshot
+    lo = max(latest - r.retain_max + 1, earliest)
+    hi = latest - r.retain_min + 1
+    consumer = None if config.consumer_changelog_only else meta.min_consumer_next()
+    if consumer is not None:
+        hi = min(hi, consumer)
+    hi = min(hi, earliest + r.max_deletes)
+    if hi <= earliest:
+        return ExpiryPlan(name, SNAPSHOTS, earliest, earliest)
+    loaded = {s.id: s for s in meta.snapshots(range(earliest, hi + 1))}
+    end = _expiry_end(loaded, lo, hi, _now_ms(now_ms) - r.time_retained_ms, next_snapshot=True)
+    if end <= earliest or end not in loaded:
+        return ExpiryPlan(name, SNAPSHOTS, earliest, earliest)
+    in_range = [loaded[i] for i in sorted(loaded) if i <= end]
+    begin = in_range[0].id
+    expiring = [s for s in in_range if s.id < end]
+    decoupled = config.changelog_decoupled
+    tags = meta.tags()
+    log.info(
+        "expiring snapshots %d..%d of %s (latest %d, %d tags, decoupled changelog: %s)",
+        begin,
+        end - 1,
+        name,
+        latest,
+        len(tags),
+        decoupled,
+    )
+    protected = _branch_names(meta)
+    refs = data_files_to_delete(
+        meta,
+        [s for s in in_range if s.id > begin],
+        TagSkipper(meta, [t for _, t in tags]),
+        keep_append_files=decoupled and not config.produce_changelog,
+    )
+    if not decoupled:
+        refs += added_in_changelogs(meta, expiring)
+    data = _paths(meta, refs, protected)
+    changelogs = meta.changelogs(meta.ids(meta.main.dir("changelog"), CHANGELOG_PREFIX))
+    skipping = _skipping_set(
+        meta, [loaded[end], *(t for _, t in tags)], changelogs=tuple(changelogs)
+    )
+    metadata: list[str] = []
+    if skipping is not None:
+        metadata = metadata_to_delete(
+            meta,
+            expiring,
+            skipping | protected,
+            data_lists=not decoupled or config.produce_changelog,
+            changelog_lists=not decoupled,
+        )
+    return ExpiryPlan(
+        name,
+        SNAPSHOTS,
+        earliest,
+        end,
+        tuple(s.id for s in expiring),
+        tuple(data),
+        tuple(metadata),
+        write_changelogs=decoupled,
+        guard=_guard(meta, tags, check_consumers=not config.consumer_changelog_only),
+    )
+
+
+def _paths(meta: TableMetadata, refs: list, protected: set[str]) -> list[str]:
+    """Deduplicated paths of data files (and their extra files) not otherwise protected."""
+    seen: dict[str, None] = {}
+    for ref in refs:
+        if ref.file_name not in protected:
+            seen.update(dict.fromkeys(meta.data_paths(ref)))
+    return list(seen)
+
+
+def plan_changelog_expiry(
+    table: FileStoreTable,
+    config: ExpireConfig | None = None,
+    *,
+    overrides: RetentionOverrides | None = None,
+    now_ms: int | None = None,
+    files: TableFiles | None = None,
+) -> ExpiryPlan:
+    """Decide which long-lived changelogs expire and which files that frees; reads only."""
+    options = table.table_schema.options
+    config = config or ExpireConfig.from_table_options(options, changelog_overrides=overrides)
+    meta = TableMetadata(table, files or table_files(table))
+    name = _table_name(table)
+    snapshot_ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
+    changelog_ids = meta.ids(meta.main.dir("changelog"), CHANGELOG_PREFIX)
+    if not snapshot_ids or not changelog_ids:
+        return ExpiryPlan(name, CHANGELOGS, changelog_ids[0] if changelog_ids else None)
+    earliest, latest_changelog = changelog_ids[0], changelog_ids[-1]
+    r = config.changelog
+    latest = snapshot_ids[-1]
+    lo = max(latest - r.retain_max + 1, earliest)
+    hi = latest - r.retain_min + 1
+    consumer = meta.min_consumer_next()
+    if consumer is not None:
+        hi = min(hi, consumer)
+    hi = min(hi, earliest + r.max_deletes, latest_changelog)
+    if hi <= earliest:
+        return ExpiryPlan(name, CHANGELOGS, earliest, earliest)
+    loaded = {c.id: c for c in meta.changelogs(range(earliest, hi + 1))}
+    end = _expiry_end(loaded, lo, hi, _now_ms(now_ms) - r.time_retained_ms, next_snapshot=False)
+    if end <= earliest or end not in loaded:
+        return ExpiryPlan(name, CHANGELOGS, earliest, earliest)
+    expiring = [loaded[i] for i in sorted(loaded) if i < end]
+    tags = meta.tags()
+    log.info("expiring changelogs %d..%d of %s", earliest, end - 1, name)
+    protected = _branch_names(meta)
+    skipper = TagSkipper(meta, [t for _, t in tags])
+    skipper.prefetch([c.id for c in expiring])
+    with_list = [c for c in expiring if c.changelog_manifest_list]
+    refs = added_in_changelogs(meta, with_list)
+    deltas = deleted_in_deltas(meta, [c for c in expiring if not c.changelog_manifest_list])
+    for changelog_id, deleted in deltas.items():
+        skip = skipper.skip_set(changelog_id)
+        if deleted is not None and skip is not None:
+            refs += [ref for ref in deleted if ref.file_name not in skip]
+    earliest_snapshot = meta.snapshot(snapshot_ids[0])
+    keep = [*(t for _, t in tags), *filter(None, [earliest_snapshot])]
+    skipping = _skipping_set(meta, keep, lenient=(loaded[end],))
+    metadata: list[str] = []
+    if skipping is not None:
+        metadata = metadata_to_delete(
+            meta,
+            with_list,
+            skipping | protected,
+            data_lists=False,
+            changelog_lists=True,
+            index=False,
+        )
+        metadata += metadata_to_delete(
+            meta,
+            [c for c in expiring if not c.changelog_manifest_list],
+            skipping | protected,
+            data_lists=True,
+            changelog_lists=False,
+            index=False,
+        )
+    return ExpiryPlan(
+        name,
+        CHANGELOGS,
+        earliest,
+        end,
+        tuple(c.id for c in expiring),
+        tuple(_paths(meta, refs, protected)),
+        tuple(dict.fromkeys(metadata)),
+        guard=_guard(meta, tags, check_consumers=True),
+    )
+
+
+def _check_guard(meta: TableMetadata, plan: ExpiryPlan, end: int) -> None:
+    """Refuse to run a plan that a tag, branch or consumer created since would be hurt by."""
+    new_tags = [
+        (n, t.id) for n, t in meta.tags() if (n, t.id) not in plan.guard.tags and t.id < end
+    ]
+    if new_tags:
+        raise StaleMaintenancePlanError(
+            f"tags {new_tags} were created on expiring snapshots after planning; re-plan"
+        )
+    new_branches = {b.name for b in meta.branches()[1:]} - plan.guard.branches
+    if new_branches:
+        raise StaleMaintenancePlanError(f"branches {sorted(new_branches)} appeared; re-plan")
+    consumer = meta.min_consumer_next() if plan.guard.check_consumers else None
+    if consumer is not None and consumer < end:
+        raise StaleMaintenancePlanError(
+            f"a consumer now reads from snapshot {consumer}, below the planned end {end}"
+        )
+
+
+def _used_by_latest(meta: TableMetadata) -> set[str]:
+    """Every file the newest snapshot uses, read just before deleting anything."""
+    ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
+    latest = meta.snapshot(ids[-1]) if ids else None
+    if latest is None:
+        return set()
+    return meta.metadata_files(latest)[0] | meta.live_files(latest)
+
+
+def _unused(paths: tuple[str, ...], in_use: set[str], what: str) -> list[str]:
+    """Drop paths whose file the latest snapshot uses (a concurrent commit re-used it)."""
+    keep = [p for p in paths if p.rsplit("/", 1)[-1] not in in_use]
+    if len(keep) != len(paths):
+        log.warning("kept %d %s the latest snapshot uses", len(paths) - len(keep), what)
+    return keep
+
+
+def _write_changelogs(meta: TableMetadata, ids: tuple[int, ...]) -> None:
+    """Keep expiring snapshots as long-lived changelogs (decoupled changelog lifecycle)."""
+    directory = meta.main.dir("changelog")
+    written = []
+    for snapshot in meta.snapshots(ids):
+        text = JSON.to_json(Changelog.from_snapshot(snapshot), indent=2)
+        meta.file_io.overwrite_file_utf8(meta.changelog_path(snapshot.id), text)
+        written.append(snapshot.id)
+    if written:
+        meta.write_hint(directory, LATEST, written[-1])
+        if not meta.file_io.exists(f"{directory}/{EARLIEST}"):
+            existing = meta.ids(directory, CHANGELOG_PREFIX)
+            meta.write_hint(directory, EARLIEST, existing[0] if existing else written[0])
+
+
+def execute_expiry(
+    table: FileStoreTable, plan: ExpiryPlan, *, files: TableFiles | None = None
+) -> ExpiryResult:
+    """Delete what the plan frees, in Paimon's order; re-checks protections first."""
+    start = time.perf_counter()
+    files = files or table_files(table)
+    meta = TableMetadata(table, files)
+    if plan.is_empty or plan.end_id is None:
+        return ExpiryResult(
+            plan.table,
+            plan.target,
+            (),
+            0,
+            0,
+            0,
+            plan.earliest_id,
+            False,
+            time.perf_counter() - start,
+        )
+    end = plan.end_id
+    _check_guard(meta, plan, end)
+    in_use = _used_by_latest(meta)
+    data = _unused(plan.data_files, in_use, "data files")
+    metadata = _unused(plan.metadata_files, in_use, "metadata files")
+    deleted_data = delete_logged(files, data, "data files")
+    deleted_metadata = delete_logged(files, metadata, "metadata files")
+    if plan.target == SNAPSHOTS:
+        if plan.write_changelogs:
+            _write_changelogs(meta, plan.expired_ids)
+        records = [meta.snapshot_path(i) for i in plan.expired_ids]
+        directory, prefix = meta.main.dir("snapshot"), SNAPSHOT_PREFIX
+    else:
+        records = [meta.changelog_path(i) for i in plan.expired_ids]
+        directory, prefix = meta.main.dir("changelog"), CHANGELOG_PREFIX
+    deleted_records = delete_logged(files, records, plan.target)
+    meta.write_hint(directory, EARLIEST, end)
+    remaining = meta.ids(directory, prefix)
+    log.info(
+        "expired %d %s of %s: %d data and %d metadata files deleted",
+        len(plan.expired_ids),
+        plan.target,
+        plan.table,
+        deleted_data,
+        deleted_metadata,
+    )
+    return ExpiryResult(
+        plan.table,
+        plan.target,
+        plan.expired_ids,
+        deleted_data,
+        deleted_metadata,
+        deleted_records,
+        remaining[0] if remaining else None,
+        False,
+        time.perf_counter() - start,
+    )
+
+
+def dry_run_result(plan: ExpiryPlan, seconds: float = 0.0) -> ExpiryResult:
+    """What executing the plan would delete."""
+    earliest = plan.end_id if plan.expired_ids else plan.earliest_id
+    return ExpiryResult(
+        plan.table,
+        plan.target,
+        plan.expired_ids,
+        len(plan.data_files),
+        len(plan.metadata_files),
+        len(plan.expired_ids),
+        earliest,
+        True,
+        seconds,
+    )
+
+
+def _plan_and_run(
+    table: FileStoreTable,
+    planner,
+    overrides: RetentionOverrides | None,
+    dry_run: bool,
+    now_ms: int | None,
+    files: TableFiles | None,
+) -> ExpiryResult:
+    """Plan with `planner`, then either report the plan (dry run) or carry it out."""
+    start = time.perf_counter()
+    plan = planner(table, overrides=overrides, now_ms=now_ms, files=files)
+    if dry_run:
+        return dry_run_result(plan, time.perf_counter() - start)
+    return replace(execute_expiry(table, plan, files=files), seconds=time.perf_counter() - start)
+
+
+def expire_snapshots(
+    table: FileStoreTable,
+    *,
+    overrides: RetentionOverrides | None = None,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    files: TableFiles | None = None,
+) -> ExpiryResult:
+    """Expire snapshots by the table's retention options and any overrides."""
+    return _plan_and_run(table, plan_snapshot_expiry, overrides, dry_run, now_ms, files)
+
+
+def expire_changelogs(
+    table: FileStoreTable,
+    *,
+    overrides: RetentionOverrides | None = None,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    files: TableFiles | None = None,
+) -> ExpiryResult:
+    """Expire long-lived changelogs by changelog.* retention (falling back to snapshot.*)."""
+    return _plan_and_run(table, plan_changelog_expiry, overrides, dry_run, now_ms, files)

@@ -1,0 +1,334 @@
+"""Read what keeps files alive: snapshots, tags, changelogs, consumers, branches, manifests.
+
+Manifests are read with a light Avro pass (names, kinds, levels) rather than full DataFileMeta
+objects: maintenance only needs identities, and it reads every manifest of a table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from io import BytesIO
+from typing import TypeVar
+
+import fastavro
+from pypaimon.common.json_util import JSON
+from pypaimon.manifest.index_manifest_file import IndexManifestFile
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.table.file_store_table import FileStoreTable
+from pypaimon.table.row.generic_row import GenericRowDeserializer
+from pypaimon.tag.tag import Tag
+from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
+from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.maintenance.files import TableFiles
+
+log = logging.getLogger(__name__)
+
+MAIN_BRANCH = "main"
+SNAPSHOT_PREFIX = "snapshot-"
+CHANGELOG_PREFIX = "changelog-"
+TAG_PREFIX = "tag-"
+CONSUMER_PREFIX = "consumer-"
+BRANCH_PREFIX = "branch-"
+EARLIEST = "EARLIEST"
+LATEST = "LATEST"
+ADD, DELETE = 0, 1
+APPEND_SOURCE = 0
+READ_THREADS = 16
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+_POOL = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="paimon-maintenance")
+_in_worker = threading.local()
+
+
+def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """Order-preserving map on a shared I/O pool; nested calls run inline (no pool deadlock)."""
+    if len(items) <= 1 or getattr(_in_worker, "active", False):
+        return [fn(i) for i in items]
+
+    def run(item: T) -> R:
+        _in_worker.active = True
+        try:
+            return fn(item)
+        finally:
+            _in_worker.active = False
+
+    return list(_POOL.map(run, items))
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A data file as a manifest entry names it: Java's ExpireFileEntry."""
+
+    kind: int
+    partition: bytes
+    bucket: int
+    level: int
+    file_name: str
+    extra_files: tuple[str, ...]
+    embedded_index: bytes | None
+    external_path: str | None
+    file_source: int | None
+
+    @property
+    def identifier(self) -> tuple:
+        """Paimon's FileEntry identifier: an upgrade (same name, other level) is another file."""
+        return (
+            self.partition,
+            self.bucket,
+            self.level,
+            self.file_name,
+            self.extra_files,
+            self.embedded_index,
+            self.external_path,
+        )
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Where one branch keeps its snapshots, tags, changelogs and consumers."""
+
+    name: str
+    root: str
+
+    def dir(self, kind: str) -> str:
+        """snapshot, tag, changelog, consumer or schema directory of this branch."""
+        return f"{self.root}/{kind}"
+
+
+class TableMetadata:
+    """Reads a table's metadata through its FileIO, listing through the maintenance store."""
+
+    def __init__(self, table: FileStoreTable, files: TableFiles):
+        self.table = table
+        self.files = files
+        self.file_io = table.file_io
+        self.root = table.table_path.rstrip("/")
+        self.manifest_dir = f"{self.root}/manifest"
+        self.main = Branch(MAIN_BRANCH, self.root)
+        self._partitions: dict[bytes, tuple] = {}
+        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
+
+    def branches(self) -> list[Branch]:
+        """main, then every branch under branch/ (Java's branch-<name> directories)."""
+        found = [self.main]
+        for status in self.files.list_dir(f"{self.root}/branch"):
+            if status.is_dir and status.name.startswith(BRANCH_PREFIX):
+                found.append(Branch(status.name[len(BRANCH_PREFIX) :], status.path.rstrip("/")))
+        return found
+
+    def ids(self, directory: str, prefix: str) -> list[int]:
+        """Sorted ids of <prefix><id> files in a directory."""
+        pattern = re.compile(re.escape(prefix) + r"(\d+)$")
+        found = (pattern.match(s.name) for s in self.files.list_dir(directory) if not s.is_dir)
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def read_json(self, path: str, cls: type[T]) -> T | None:
+        """A snapshot-like JSON file, or None if it does not exist (expired meanwhile)."""
+        try:
+            text = self.file_io.read_file_utf8(path)
+        except FileNotFoundError:
+            return None
+        return JSON.from_json(text, cls)
+
+    def snapshot_path(self, snapshot_id: int, branch: Branch | None = None) -> str:
+        """Path of snapshot-<id> in a branch (main by default)."""
+        return f"{(branch or self.main).dir('snapshot')}/{SNAPSHOT_PREFIX}{snapshot_id}"
+
+    def changelog_path(self, changelog_id: int, branch: Branch | None = None) -> str:
+        """Path of changelog-<id> in a branch (main by default)."""
+        return f"{(branch or self.main).dir('changelog')}/{CHANGELOG_PREFIX}{changelog_id}"
+
+    def snapshot(self, snapshot_id: int, branch: Branch | None = None) -> Snapshot | None:
+        """One snapshot, or None if it is not there."""
+        return self.read_json(self.snapshot_path(snapshot_id, branch), Snapshot)
+
+    def changelog(self, changelog_id: int, branch: Branch | None = None) -> Snapshot | None:
+        """One long-lived changelog (a snapshot kept past expiry), or None."""
+        return self.read_json(self.changelog_path(changelog_id, branch), Snapshot)
+
+    def snapshots(self, ids: Iterable[int], branch: Branch | None = None) -> list[Snapshot]:
+        """The snapshots among `ids` that still exist, in id order."""
+        found = parallel_map(lambda i: self.snapshot(i, branch), list(ids))
+        return [s for s in found if s is not None]
+
+    def changelogs(self, ids: Iterable[int], branch: Branch | None = None) -> list[Snapshot]:
+        """The changelogs among `ids` that still exist, in id order."""
+        found = parallel_map(lambda i: self.changelog(i, branch), list(ids))
+        return [c for c in found if c is not None]
+
+    def tags(self, branch: Branch | None = None) -> list[tuple[str, Snapshot]]:
+        """(name, tagged snapshot) of every tag, sorted by snapshot id."""
+        directory = (branch or self.main).dir("tag")
+        names = [s.name for s in self.files.list_dir(directory) if s.name.startswith(TAG_PREFIX)]
+        read = parallel_map(lambda n: self.read_json(f"{directory}/{n}", Tag), names)
+        tags = [
+            (n[len(TAG_PREFIX) :], t.trim_to_snapshot())
+            for n, t in zip(names, read, strict=True)
+            if t is not None
+        ]
+        return sorted(tags, key=lambda nt: (nt[1].id, nt[0]))
+
+    def min_consumer_next(self, branch: Branch | None = None) -> int | None:
+        """The smallest snapshot a streaming consumer will read next; it must survive."""
+        directory = (branch or self.main).dir("consumer")
+        smallest = None
+        for status in self.files.list_dir(directory):
+            if not status.name.startswith(CONSUMER_PREFIX):
+                continue
+            try:
+                text = self.file_io.read_file_utf8(f"{directory}/{status.name}")
+                next_snapshot = int(json.loads(text)["nextSnapshot"])
+            except FileNotFoundError:
+                continue
+            except (ValueError, KeyError, TypeError) as e:
+                raise MaintenanceAbortedError(
+                    f"consumer file {status.name} cannot be read ({e}); refusing to expire "
+                    "snapshots a consumer may still need"
+                ) from e
+            smallest = next_snapshot if smallest is None else min(smallest, next_snapshot)
+        return smallest
+
+    def write_hint(self, directory: str, name: str, value: int) -> None:
+        """EARLIEST/LATEST hints: readers fall back to listing, so a failure only logs."""
+        try:
+            self.file_io.overwrite_file_utf8(f"{directory}/{name}", str(value))
+        except Exception as e:
+            log.warning("could not write the %s hint in %s: %s", name, directory, e)
+
+    def _avro(self, name: str) -> list[dict]:
+        """Records of one Avro file in the manifest directory."""
+        with self.file_io.new_input_stream(self.manifest_path(name)) as stream:
+            data = stream.read()
+        return list(fastavro.reader(BytesIO(data)))
+
+    def manifest_list(self, name: str) -> list[tuple[str, tuple[str, ...]]]:
+        """(manifest name, its extra files) of a manifest list."""
+        return [(r["_FILE_NAME"], tuple(r.get("_EXTRA_FILES") or ())) for r in self._avro(name)]
+
+    def manifest_refs(self, name: str) -> list[FileRef]:
+        """Every entry of one manifest, as file identities."""
+        refs = []
+        for r in self._avro(name):
+            f = r["_FILE"]
+            refs.append(
+                FileRef(
+                    kind=r["_KIND"],
+                    partition=r["_PARTITION"],
+                    bucket=r["_BUCKET"],
+                    level=f["_LEVEL"],
+                    file_name=f["_FILE_NAME"],
+                    extra_files=tuple(f.get("_EXTRA_FILES") or ()),
+                    embedded_index=f.get("_EMBEDDED_FILE_INDEX"),
+                    external_path=f.get("_EXTERNAL_PATH"),
+                    file_source=f.get("_FILE_SOURCE"),
+                )
+            )
+        return refs
+
+    def data_manifests(self, snapshot: Snapshot) -> list[str]:
+        """Names of the base + delta manifests of a snapshot."""
+        lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
+        return [m for lst in lists for m, _ in self.manifest_list(lst)]
+
+    def live_files(self, snapshot: Snapshot) -> set[str]:
+        """Names of the data files a snapshot reads (base + delta with DELETEs applied)."""
+        refs = [
+            r
+            for chunk in parallel_map(self.manifest_refs, self.data_manifests(snapshot))
+            for r in chunk
+        ]
+        deleted = {r.identifier for r in refs if r.kind != ADD}
+        return {r.file_name for r in refs if r.kind == ADD and r.identifier not in deleted}
+
+    def index_files(self, index_manifest: str) -> list:
+        """Entries of an index manifest; a missing one raises FileNotFoundError."""
+        if not self.file_io.exists(self.manifest_path(index_manifest)):
+            raise FileNotFoundError(index_manifest)
+        return IndexManifestFile(self.table).read(index_manifest)
+
+    @staticmethod
+    def root_lists(snapshot: Snapshot, *, changelog_only: bool = False) -> list[str]:
+        """Manifest lists a snapshot reads; a long-lived changelog needs only its changes.
+
+        A changelog is read through its changelog list if it has one, else its delta list.
+        """
+        if changelog_only:
+            return [snapshot.changelog_manifest_list or snapshot.delta_manifest_list]
+        lists = [
+            snapshot.base_manifest_list,
+            snapshot.delta_manifest_list,
+            snapshot.changelog_manifest_list,
+        ]
+        return [lst for lst in lists if lst]
+
+    def metadata_files(
+        self, snapshot: Snapshot, *, changelog_only: bool = False, missing_ok: bool = False
+    ) -> tuple[set[str], set[str]]:
+        """(every metadata file name, the manifest names among them) a snapshot needs.
+
+        Metadata files are manifest lists, manifests and their sidecars, the index manifest
+        and its index files, and the statistics file. A missing file raises FileNotFoundError
+        unless missing_ok (a changelog whose base list its snapshot's expiry already removed).
+        """
+        names: set[str] = set()
+        manifests: set[str] = set()
+        for lst in self.root_lists(snapshot, changelog_only=changelog_only):
+            names.add(lst)
+            try:
+                listed = self.manifest_list(lst)
+            except FileNotFoundError:
+                if not missing_ok:
+                    raise
+                continue
+            for manifest, extra in listed:
+                manifests.add(manifest)
+                names.update(extra)
+        names |= manifests
+        if not changelog_only and snapshot.index_manifest:
+            names.add(snapshot.index_manifest)
+            try:
+                index = self.index_files(snapshot.index_manifest)
+            except FileNotFoundError:
+                if not missing_ok:
+                    raise
+                index = []
+            names.update(e.index_file.file_name for e in index)
+        if not changelog_only and snapshot.statistics:
+            names.add(snapshot.statistics)
+        return names, manifests
+
+    def partition_values(self, partition: bytes) -> tuple:
+        """Typed partition values of a serialized partition row (cached: few distinct)."""
+        values = self._partitions.get(partition)
+        if values is None:
+            row = GenericRowDeserializer.from_bytes(partition, self.table.partition_keys_fields)
+            values = tuple(row.values)
+            self._partitions[partition] = values
+        return values
+
+    def data_paths(self, ref: FileRef) -> list[str]:
+        """The data file's path and its aligned extra files (same directory)."""
+        if ref.external_path:
+            parent = ref.external_path.rsplit("/", 1)[0]
+            return [ref.external_path] + [f"{parent}/{e}" for e in ref.extra_files]
+        parent = self._bucket_dirs.get((ref.partition, ref.bucket))
+        if parent is None:
+            values = self.partition_values(ref.partition)
+            path = canonical_data_file_path(self.table, values, ref.bucket, ref.file_name)
+            parent = path.rsplit("/", 1)[0]
+            self._bucket_dirs[(ref.partition, ref.bucket)] = parent
+        return [f"{parent}/{name}" for name in (ref.file_name, *ref.extra_files)]
+
+    def manifest_path(self, name: str) -> str:
+        """Where a manifest, manifest list or index manifest lives."""
+        return f"{self.manifest_dir}/{name}"

@@ -1,0 +1,211 @@
+"""Orphan-file removal (LocalOrphanFilesClean): old files under the table nobody references.
+
+Only files older than the threshold are candidates, so a commit still writing its files is
+never touched; references are re-read after listing so commits that landed meanwhile count.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, replace
+
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.maintenance.files import FileStatus, TableFiles, delete_logged, table_files
+from dagster_paimon.maintenance.metadata import (
+    CHANGELOG_PREFIX,
+    EARLIEST,
+    LATEST,
+    SNAPSHOT_PREFIX,
+    Branch,
+    TableMetadata,
+    parallel_map,
+)
+from dagster_paimon.maintenance.options import DAY_MS
+from dagster_paimon.maintenance.references import UsedFiles, collect_used, referrers
+
+log = logging.getLogger(__name__)
+
+BUCKET_PREFIX = "bucket-"
+METRIC_ORPHANS = "orphans"
+METRIC_DELETED = "deleted"
+METRIC_BYTES = "bytes"
+METRIC_SCANNED_FILES = "scanned_files"
+METRIC_SECONDS = "seconds"
+
+
+@dataclass(frozen=True)
+class OrphanPlan:
+    """Files old enough and referenced by nothing, found against one set of references."""
+
+    table: str
+    cutoff_ms: int
+    scanned_files: int
+    orphans: tuple[FileStatus, ...]
+
+    @property
+    def bytes(self) -> int:
+        """Bytes the orphans occupy."""
+        return sum(f.size for f in self.orphans)
+
+
+@dataclass(frozen=True)
+class OrphanResult:
+    """What remove-orphans deleted (or, dry, would delete), with its metrics."""
+
+    table: str
+    orphans: tuple[str, ...]
+    deleted: int
+    bytes: int
+    scanned_files: int
+    dry_run: bool
+    seconds: float
+
+    def to_metadata(self) -> dict[str, int | float]:
+        """Metric values keyed by this module's METRIC_* constants, for Dagster."""
+        return {
+            METRIC_ORPHANS: len(self.orphans),
+            METRIC_DELETED: self.deleted,
+            METRIC_BYTES: self.bytes,
+            METRIC_SCANNED_FILES: self.scanned_files,
+            METRIC_SECONDS: round(self.seconds, 3),
+        }
+
+    def to_dict(self) -> dict:
+        """The remove-orphans JSON of DESIGN.md section 6."""
+        return {
+            "table": self.table,
+            "orphans": list(self.orphans),
+            "deleted": self.deleted,
+            "bytes": self.bytes,
+            "scanned_files": self.scanned_files,
+            "dry_run": self.dry_run,
+            "seconds": round(self.seconds, 3),
+        }
+
+    def summary(self) -> str:
+        """One human line, then the orphans."""
+        done = f"would delete {len(self.orphans)}" if self.dry_run else f"deleted {self.deleted}"
+        head = (
+            f"{self.table}: {len(self.orphans)} orphan files ({self.bytes} bytes) among "
+            f"{self.scanned_files} scanned; {done}"
+        )
+        return "\n".join([head, *(f"  {p}" for p in self.orphans)])
+
+
+def _non_record_files(meta: TableMetadata, directory: str, prefix: str) -> list[FileStatus]:
+    """Files in a snapshot or changelog directory that are neither records nor hints."""
+    return [
+        s
+        for s in meta.files.list_dir(directory)
+        if not s.is_dir and not s.name.startswith(prefix) and s.name not in (EARLIEST, LATEST)
+    ]
+
+
+def _bucket_dirs(meta: TableMetadata, directory: str, depth: int) -> list[str]:
+    """bucket-N directories under `depth` levels of k=v partition directories."""
+    statuses = meta.files.list_dir(directory)
+    if depth == 0:
+        return [s.path for s in statuses if s.is_dir and s.name.startswith(BUCKET_PREFIX)]
+    parts = [s.path for s in statuses if s.is_dir and "=" in s.name]
+    return [
+        b
+        for chunk in parallel_map(lambda p: _bucket_dirs(meta, p, depth - 1), parts)
+        for b in chunk
+    ]
+
+
+def _candidates(meta: TableMetadata, branches: list[Branch]) -> list[FileStatus]:
+    """Every file maintenance may judge: metadata, index, statistics and bucket directories."""
+    table = meta.table
+    data_root = table.path_factory().data_file_path().rstrip("/")
+    dirs = [meta.manifest_dir, table.path_factory().index_path(), f"{meta.root}/statistics"]
+    dirs += _bucket_dirs(meta, data_root, len(table.partition_keys))
+    listed = parallel_map(meta.files.list_dir, dirs)
+    found = [s for chunk in listed for s in chunk if not s.is_dir]
+    for b in branches:
+        found += _non_record_files(meta, b.dir("snapshot"), SNAPSHOT_PREFIX)
+        found += _non_record_files(meta, b.dir("changelog"), CHANGELOG_PREFIX)
+    log.info("listed %d files in %d directories of %s", len(found), len(dirs), table.table_path)
+    return found
+
+
+def _check_branches(meta: TableMetadata, branches: list[Branch]) -> None:
+    """A branch without a schema is broken; its references cannot be trusted (Java aborts)."""
+    broken = [b.name for b in branches[1:] if not meta.ids(b.dir("schema"), "schema-")]
+    if broken:
+        raise MaintenanceAbortedError(
+            f"branches {broken} have no schema; check them before removing orphan files"
+        )
+
+
+def plan_orphan_removal(
+    table: FileStoreTable,
+    *,
+    older_than_ms: int = DAY_MS,
+    now_ms: int | None = None,
+    files: TableFiles | None = None,
+) -> OrphanPlan:
+    """List old unreferenced files; reads only."""
+    if older_than_ms <= 0:
+        raise ValueError("older-than must be positive: younger files may belong to a commit")
+    meta = TableMetadata(table, files or table_files(table))
+    cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - older_than_ms
+    branches = meta.branches()
+    _check_branches(meta, branches)
+    scanned = _candidates(meta, branches)
+    old = [s for s in scanned if s.mtime_ms < cutoff]
+    used = UsedFiles()
+    for _ in range(2):
+        # the second pass reads only snapshots, tags and changelogs that appeared meanwhile
+        refs = [r for b in meta.branches() for r in referrers(meta, b)]
+        collect_used(meta, refs, used)
+    orphans = tuple(s for s in old if s.name not in used)
+    log.info(
+        "%d of %d files are older than the cutoff; %d are orphans (%d names in use)",
+        len(old),
+        len(scanned),
+        len(orphans),
+        len(used.names),
+    )
+    return OrphanPlan(str(table.identifier.get_full_name()), cutoff, len(scanned), orphans)
+
+
+def execute_orphan_removal(
+    table: FileStoreTable, plan: OrphanPlan, *, files: TableFiles | None = None
+) -> OrphanResult:
+    """Delete the plan's orphans; never a directory, never a file younger than the cutoff."""
+    start = time.perf_counter()
+    paths = [s.path for s in plan.orphans if not s.is_dir and s.mtime_ms < plan.cutoff_ms]
+    deleted = delete_logged(files or table_files(table), paths, "orphan files")
+    return OrphanResult(
+        plan.table,
+        tuple(paths),
+        deleted,
+        plan.bytes,
+        plan.scanned_files,
+        False,
+        time.perf_counter() - start,
+    )
+
+
+def remove_orphans(
+    table: FileStoreTable,
+    *,
+    older_than_ms: int = DAY_MS,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    files: TableFiles | None = None,
+) -> OrphanResult:
+    """Find and (unless dry_run) delete orphan files older than the threshold."""
+    start = time.perf_counter()
+    plan = plan_orphan_removal(table, older_than_ms=older_than_ms, now_ms=now_ms, files=files)
+    if dry_run:
+        paths = tuple(s.path for s in plan.orphans)
+        return OrphanResult(
+            plan.table, paths, 0, plan.bytes, plan.scanned_files, True, time.perf_counter() - start
+        )
+    result = execute_orphan_removal(table, plan, files=files)
+    return replace(result, seconds=time.perf_counter() - start)

@@ -1,0 +1,200 @@
+"""Ingest a DataFrame or files: bucket every row, one task per bucket, one snapshot, a report.
+
+`distribute` is the driver-side half of Paimon's write path: it hashes each row's bucket key (an
+Arrow UDF over only those columns), remembers the input order, hash-partitions by (partition,
+bucket) so every bucket lands in one task, and sorts each task by key then input order. The
+`paimon` data source then writes each bucket's rows as level-0 files with dense sequence numbers.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.schema.table_schema import TableSchema
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.table.file_store_table import FileStoreTable
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+
+from dagster_paimon import errors
+from dagster_paimon.lsm.commit import ADD
+from dagster_paimon.lsm.kv import trimmed_primary_keys, value_schema
+from dagster_paimon.spark.bucket import binary_row_hashes, buckets_of, fixed_bucket_count
+from dagster_paimon.spark.commit import find_commit
+from dagster_paimon.spark.schema import (
+    BUCKET_COLUMN,
+    ORDINAL_COLUMN,
+    cast_column,
+    plan_write_layout,
+)
+from dagster_paimon.spark.session import activate
+from dagster_paimon.spark.source import CATALOG_PREFIX, COMMIT_USER_OPTION, SOURCE_NAME
+from dagster_paimon.table import open_table
+
+MODES = ("append", "overwrite")
+FORMATS = ("parquet", "csv", "json")
+_OUR_ERROR = re.compile(r"dagster_paimon\.errors\.(\w+): (.+)")
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What an ingest committed: its snapshot (None if nothing was written) and its size."""
+
+    table: str
+    snapshot_id: int | None
+    commit_kind: str | None
+    rows: int
+    files: int
+    buckets: int
+    seconds: float
+
+    def to_dict(self) -> dict:
+        """The ingest JSON of DESIGN.md section 6."""
+        return {
+            "table": self.table,
+            "snapshot_id": self.snapshot_id,
+            "commit_kind": self.commit_kind,
+            "rows": self.rows,
+            "files": self.files,
+            "buckets": self.buckets,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def distribute(df: DataFrame, schema: TableSchema) -> DataFrame:
+    """Add each row's bucket and input ordinal, keep each bucket in one partition, sort by key."""
+    num_buckets = fixed_bucket_count(schema)
+    target = value_schema(schema)
+    types = [target.field(k).type for k in schema.bucket_keys]
+
+    @F.arrow_udf("int")  # type: ignore[misc]
+    def bucket_of(*columns: pa.Array) -> pa.Array:
+        cast = [cast_column(c, t) for c, t in zip(columns, types, strict=True)]
+        return pa.array(buckets_of(binary_row_hashes(cast), num_buckets), pa.int32())
+
+    partitions = list(schema.partition_keys)
+    bucketed = df.withColumn(ORDINAL_COLUMN, F.monotonically_increasing_id()).withColumn(
+        BUCKET_COLUMN, bucket_of(*[F.col(k) for k in schema.bucket_keys])
+    )
+    return bucketed.repartition(*partitions, BUCKET_COLUMN).sortWithinPartitions(
+        *partitions, BUCKET_COLUMN, *trimmed_primary_keys(schema), ORDINAL_COLUMN
+    )
+
+
+@contextmanager
+def spark_errors() -> Iterator[None]:
+    """Re-raise our typed errors (and bad casts) that Spark wrapped in its own exceptions."""
+    try:
+        yield
+    except PySparkException as e:
+        text = str(e)
+        found = _OUR_ERROR.findall(text)
+        if found:
+            name, message = found[-1]
+            error = getattr(errors, name, None)
+            if isinstance(error, type) and issubclass(error, errors.DagsterPaimonError):
+                raise error(message.strip()) from e
+        condition = e.getCondition() or ""
+        if condition.startswith("CAST_") or condition.startswith("PATH_NOT_FOUND"):
+            raise ValueError(text.splitlines()[0]) from e
+        raise
+
+
+def _snapshot_counts(table: FileStoreTable, snapshot: Snapshot) -> tuple[int, int, int]:
+    """Rows, files and buckets a snapshot added (its delta's ADD entries)."""
+    metas = ManifestListManager(table).read_delta(snapshot)
+    added = [e for e in ManifestFileManager(table).read_entries_parallel(metas) if e.kind == ADD]
+    buckets = {(tuple(e.partition.values), e.bucket) for e in added}
+    return sum(e.file.row_count for e in added), len(added), len(buckets)
+
+
+def ingest_dataframe(
+    df: DataFrame,
+    warehouse: str,
+    identifier: str,
+    *,
+    mode: str = "append",
+    catalog_options: Mapping[str, str] | None = None,
+) -> IngestReport:
+    """Write a DataFrame into a primary-key table as level-0 files in one snapshot.
+
+    Input errors (schema, bucket mode) are raised before Spark runs anything; a failed write
+    leaves the table at its previous snapshot with none of this write's files.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    start = time.perf_counter()
+    table = open_table(warehouse, identifier, catalog_options)
+    fixed_bucket_count(table.table_schema)
+    plan_write_layout(table.table_schema, to_arrow_schema(df.schema, timezone="UTC"))
+    before = table.snapshot_manager().get_latest_snapshot()
+    commit_user = f"dagster-paimon-ingest-{uuid.uuid4()}"
+    writer = (
+        distribute(df, table.table_schema)
+        .write.format(SOURCE_NAME)
+        .option("warehouse", warehouse)
+        .option(COMMIT_USER_OPTION, commit_user)
+        .options(**{CATALOG_PREFIX + k: v for k, v in (catalog_options or {}).items()})
+        .mode(mode)
+    )
+    activate(df.sparkSession)
+    with spark_errors():
+        writer.save(identifier)
+    snapshot = find_commit(table, commit_user, None, before.id if before else None)
+    rows, files, buckets = _snapshot_counts(table, snapshot) if snapshot else (0, 0, 0)
+    return IngestReport(
+        identifier,
+        snapshot.id if snapshot else None,
+        snapshot.commit_kind if snapshot else None,
+        rows,
+        files,
+        buckets,
+        time.perf_counter() - start,
+    )
+
+
+def cast_to_table(df: DataFrame, schema: TableSchema) -> DataFrame:
+    """Text formats carry no types: cast columns the table has to its Spark types."""
+    target = value_schema(schema)
+    return df.select(
+        *[
+            F.col(c).cast(from_arrow_type(target.field(c).type)).alias(c)
+            if c in target.names
+            else F.col(c)
+            for c in df.columns
+        ]
+    )
+
+
+def ingest_files(
+    spark: SparkSession,
+    warehouse: str,
+    identifier: str,
+    source: str,
+    *,
+    fmt: str = "parquet",
+    mode: str = "append",
+    catalog_options: Mapping[str, str] | None = None,
+) -> IngestReport:
+    """Read parquet, CSV (with a header) or JSON lines from a path and ingest them."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {list(FORMATS)}, got {fmt!r}")
+    table = open_table(warehouse, identifier, catalog_options)
+    reader = spark.read.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", "true")
+    with spark_errors():
+        df = reader.load(source)
+    if fmt != "parquet":
+        df = cast_to_table(df, table.table_schema)
+    return ingest_dataframe(df, warehouse, identifier, mode=mode, catalog_options=catalog_options)

@@ -1,0 +1,285 @@
+"""The `paimon` Spark Python data source: Arrow writes into level 0, merge-on-read Arrow reads.
+
+    df.write.format("paimon").option("warehouse", uri).mode("append").save("db.table")
+    spark.read.format("paimon").option("warehouse", uri).load("db.table")
+
+The driver plans (schema checks, each bucket's maximum sequence number, splits), executors write
+level-0 files or merge splits, and `commit()` - in its own Python worker on the driver - turns
+the tasks' picklable messages into one APPEND or OVERWRITE snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pypaimon.table.file_store_table import FileStoreTable
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
+from dagster_paimon.lsm.kv import value_schema
+from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.options import CHANGELOG_PRODUCER, CompactionOptions
+from dagster_paimon.lsm.rewrite import TableRef
+from dagster_paimon.spark.bucket import fixed_bucket_count
+from dagster_paimon.spark.commit import commit_ingest, discard_writes, find_commit
+from dagster_paimon.spark.level0 import SEQUENCE_STRIDE, BucketKey, BucketWrite, Level0Writer
+from dagster_paimon.spark.read import (
+    BucketSplit,
+    check_readable,
+    parse_partition_spec,
+    plan_splits,
+    read_split,
+)
+from dagster_paimon.spark.schema import WriteLayout, plan_write_layout
+
+log = logging.getLogger(__name__)
+
+SOURCE_NAME = "paimon"
+WAREHOUSE_OPTION = "warehouse"
+TABLE_OPTION = "table"
+COMMIT_USER_OPTION = "commit.user"
+PARTITION_OPTION = "partition"
+CATALOG_PREFIX = "catalog."
+
+
+def table_ref(options: Mapping[str, str]) -> TableRef:
+    """The table named by the options: `warehouse`, the save/load path (or `table`), `catalog.*`."""
+    warehouse = options.get(WAREHOUSE_OPTION)
+    identifier = options.get("path") or options.get(TABLE_OPTION)
+    if not warehouse:
+        raise ValueError("the paimon data source needs .option('warehouse', <path or s3 URI>)")
+    if not identifier:
+        raise ValueError("name the table: .save('db.table') / .load('db.table')")
+    catalog = tuple(
+        sorted(
+            (k[len(CATALOG_PREFIX) :], v)
+            for k, v in options.items()
+            if k.startswith(CATALOG_PREFIX)
+        )
+    )
+    return TableRef(str(warehouse), str(identifier), catalog)
+
+
+def spark_schema(ref: TableRef) -> StructType:
+    """The table's columns as Spark types (Paimon TIMESTAMP reads as TIMESTAMP_NTZ)."""
+    return from_arrow_schema(value_schema(ref.open().table_schema))
+
+
+@dataclass(frozen=True)
+class IngestMessage(WriterCommitMessage):
+    """What one write task produced: rows taken, partitions touched, level-0 files per bucket."""
+
+    task: int
+    rows: int
+    partitions: tuple[tuple, ...]
+    writes: tuple[BucketWrite, ...]
+
+
+def _task_id() -> int:
+    """The Spark partition this write task handles (0 outside Spark)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+def check_one_task_per_bucket(messages: list[IngestMessage]) -> None:
+    """A distributed input promised each bucket to one task; two writers would race sequences."""
+    owner: dict[BucketKey, int] = {}
+    for m in messages:
+        for w in m.writes:
+            key = (tuple(w.partition), w.bucket)
+            if owner.setdefault(key, m.task) != m.task:
+                raise ValueError(
+                    f"bucket {w.bucket} of partition {list(w.partition)} was written by Spark "
+                    f"tasks {owner[key]} and {m.task}: a distributed input must keep each bucket "
+                    "in one partition (use dagster_paimon.spark.ingest.distribute)"
+                )
+
+
+class PaimonWriter(DataSourceArrowWriter):
+    """Executors write level-0 files; the driver commits them as one snapshot or deletes them."""
+
+    def __init__(
+        self,
+        ref: TableRef,
+        layout: WriteLayout,
+        base_snapshot: int | None,
+        base_sequences: dict[BucketKey, int],
+        *,
+        overwrite: bool,
+        commit_user: str,
+    ):
+        self.ref = ref
+        self.layout = layout
+        self.base_snapshot = base_snapshot
+        self.base_sequences = base_sequences
+        self.overwrite = overwrite
+        self.commit_user = commit_user
+        self.identifier = time.time_ns()
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> IngestMessage:
+        """Write this task's rows; a failing task deletes its own files before raising."""
+        task = _task_id()
+        offset = 0 if self.layout.prepared else task * SEQUENCE_STRIDE
+        writer = Level0Writer(
+            self.ref.open(), self.layout, self.base_sequences, sequence_offset=offset
+        )
+        try:
+            for batch in iterator:
+                writer.write(batch)
+            writes = writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        return IngestMessage(
+            task, writer.rows, tuple(sorted(writer.partitions, key=repr)), tuple(writes)
+        )
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """One APPEND snapshot, or OVERWRITE of exactly the partitions the input touched."""
+        table = self.ref.open()
+        done = [m for m in messages if isinstance(m, IngestMessage)]
+        writes = [w for m in done for w in m.writes]
+        try:
+            if self.layout.prepared:
+                check_one_task_per_bucket(done)
+        except BaseException:
+            discard_writes(table, writes)
+            raise
+        replaced = None
+        if self.overwrite:
+            replaced = {p for m in done for p in m.partitions}
+            if not table.partition_keys:
+                replaced = {()}
+        commit_ingest(
+            table,
+            writes,
+            overwrite=replaced,
+            commit_user=self.commit_user,
+            identifier=self.identifier,
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Delete the files of reported tasks, unless a snapshot of this write did land."""
+        table = self.ref.open()
+        if find_commit(table, self.commit_user, self.identifier, self.base_snapshot) is not None:
+            log.warning("write aborted after its snapshot landed; keeping its files")
+            return
+        discard_writes(
+            table, [w for m in messages if isinstance(m, IngestMessage) for w in m.writes]
+        )
+
+
+class PaimonReader(DataSourceReader):
+    """One Spark partition per live bucket of the latest snapshot (of one table partition).
+
+    Partition pruning is the `partition` read option, not `pushFilters`: Spark 4.x caches the
+    read plan of a filtered query on the shared relation, so a later unfiltered query of the
+    same DataFrame would silently read only the pruned buckets.
+    """
+
+    def __init__(self, ref: TableRef, schema: StructType, partition: dict[str, str] | None):
+        self.ref = ref
+        self.columns = tuple(schema.fieldNames())
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.partition = partition
+
+    def partitions(self) -> list[InputPartition]:
+        """The splits of the latest snapshot, of the requested table partition if any."""
+        return plan_splits(self.ref.open(), self.partition)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Merge one bucket on read, in the Arrow types Spark expects.
+
+        Spark hands a placeholder partition when a table has no split at all: nothing to read.
+        """
+        if not isinstance(partition, BucketSplit):
+            return
+        for batch in read_split(self.ref.open(), partition, self.columns):
+            if not batch.schema.equals(self.arrow_schema):
+                batch = batch.cast(self.arrow_schema)
+            yield batch
+
+
+def _check_writable(ref: TableRef) -> FileStoreTable:
+    """Open the table and refuse layouts whose writes need files we do not produce."""
+    table = ref.open()
+    fixed_bucket_count(table.table_schema)
+    options = CompactionOptions.from_table_options(table.table_schema.options)
+    if options.changelog_producer == "input":
+        raise InvalidOptionError(
+            f"table option '{CHANGELOG_PRODUCER}' is 'input': every write would also have to "
+            "produce changelog files, which the paimon Spark source does not write"
+        )
+    fmt = str(table.options.file_format("parquet")).lower()
+    if fmt != "parquet":
+        raise InvalidOptionError(
+            f"table option 'file.format' is {fmt!r}: ingest writes parquet only"
+        )
+    return table
+
+
+class PaimonDataSource(DataSource):
+    """`format("paimon")`; options `warehouse`, `catalog.*`, `commit.user` (writes), `partition`
+    (reads, `K=V[,K=V]`)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return SOURCE_NAME
+
+    def schema(self) -> StructType:
+        """The table's current columns."""
+        return spark_schema(table_ref(self.options))
+
+    def reader(self, schema: StructType) -> PaimonReader:
+        """A reader of the latest snapshot; unknown requested columns are an error."""
+        ref = table_ref(self.options)
+        table = ref.open()
+        check_readable(table)
+        unknown = [n for n in schema.fieldNames() if n not in table.field_names]
+        if unknown:
+            raise SchemaMismatchError(f"columns {unknown} are not in {ref.identifier}")
+        partition = parse_partition_spec(self.options.get(PARTITION_OPTION))
+        return PaimonReader(ref, schema, partition)
+
+    def writer(self, schema: StructType, overwrite: bool) -> PaimonWriter:
+        """Check the input schema and read each bucket's maximum sequence number, once."""
+        ref = table_ref(self.options)
+        table = _check_writable(ref)
+        layout = plan_write_layout(table.table_schema, to_arrow_schema(schema, timezone="UTC"))
+        levels = read_levels(table)
+        sequences = {
+            (tuple(b.partition_values), b.bucket): max(
+                (f.max_sequence_number for f in b.levels.all_files()), default=-1
+            )
+            for b in levels.buckets
+        }
+        return PaimonWriter(
+            ref,
+            layout,
+            levels.snapshot_id,
+            sequences,
+            overwrite=overwrite,
+            commit_user=str(self.options.get(COMMIT_USER_OPTION) or uuid.uuid4()),
+        )
+
+
+def register(spark: SparkSession) -> None:
+    """Make `format("paimon")` available on a session."""
+    spark.dataSource.register(PaimonDataSource)

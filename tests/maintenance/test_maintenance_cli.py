@@ -1,0 +1,166 @@
+"""The maintenance commands' CLI contract: JSON keys, human lines, exit codes 0/2/1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dagster_paimon.cli import main
+from dagster_paimon.table import open_table
+from tests.maintenance.histories import history
+from tests.maintenance.oracle import age_tree, changelog_ids, set_consumer, snapshot_ids
+
+EXPIRE_KEYS = {"expired", "deleted_files", "earliest"}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def table_args(warehouse):
+    return ["--warehouse", warehouse, "--table", "db.cdc"]
+
+
+def test_expire_snapshots_json(capsys, warehouse):
+    history(warehouse, 6, compact_after=(3,))
+    args = [*table_args(warehouse), "--retain-min", "2", "--older-than", "0 ms", "--json"]
+    code, out, err = run(capsys, "expire-snapshots", *args, "--dry-run")
+    assert code == 0, err
+    dry = json.loads(out)
+    assert set(dry) >= EXPIRE_KEYS and dry["dry_run"] is True
+    assert snapshot_ids_of(warehouse) == list(range(1, 8))
+
+    code, out, err = run(capsys, "expire-snapshots", *args)
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["expired"] == [1, 2, 3, 4, 5] == dry["expired"]
+    assert payload["earliest"] == 6
+    assert payload["deleted_files"] == dry["deleted_files"] > 5
+    assert snapshot_ids_of(warehouse) == [6, 7]
+
+
+def snapshot_ids_of(warehouse):
+    return snapshot_ids(open_table(warehouse, "db.cdc"))
+
+
+def test_expire_snapshots_max_deletes_and_human_output(capsys, warehouse):
+    history(warehouse, 6)
+    code, out, _ = run(
+        capsys,
+        "expire-snapshots",
+        *table_args(warehouse),
+        "--retain-min",
+        "1",
+        "--older-than",
+        "0",
+        "--max-deletes",
+        "2",
+    )
+    assert code == 0
+    assert "expired 2 snapshots (1..2)" in out
+
+
+def test_expire_changelogs_json(capsys, warehouse):
+    table = history(warehouse, 6, compact_after=(3,), **{"changelog.num-retained.min": "5"})
+    common = [*table_args(warehouse), "--older-than", "0", "--json"]
+    code, _, err = run(capsys, "expire-snapshots", *common, "--retain-min", "2")
+    assert code == 0, err
+    assert changelog_ids(table) == [1, 2, 3, 4, 5]
+    code, out, err = run(capsys, "expire-changelogs", *common, "--retain-min", "1")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert set(payload) >= EXPIRE_KEYS
+    assert payload["expired"] == [1, 2, 3, 4] and payload["earliest"] == 5
+    assert changelog_ids(table) == [5]
+
+
+def test_compact_manifests_json(capsys, warehouse):
+    history(warehouse, 6, compact_after=(3,))
+    args = [*table_args(warehouse), "--json"]
+    code, out, err = run(capsys, "compact-manifests", *args)
+    assert code == 0, err
+    minor = json.loads(out)
+    assert minor["snapshot_id"] is None and minor["manifests_before"] == 7
+    code, out, err = run(capsys, "compact-manifests", *args, "--full", "--dry-run")
+    dry = json.loads(out)
+    assert code == 0 and dry["snapshot_id"] is None and dry["dry_run"] is True
+    code, out, err = run(capsys, "compact-manifests", *args, "--full")
+    assert code == 0, err
+    full = json.loads(out)
+    assert {"snapshot_id", "manifests_before", "manifests_after"} <= set(full)
+    assert (full["snapshot_id"], full["manifests_before"], full["manifests_after"]) == (8, 7, 1)
+    assert full["manifests_after"] == dry["manifests_after"]
+
+
+def test_remove_orphans_json(capsys, warehouse):
+    table = history(warehouse, 3)
+    stray = os.path.join(table.table_path, "dt=2024-01-01", "bucket-0", "data-stray.parquet")
+    with open(stray, "w") as f:
+        f.write("orphan")
+    args = [*table_args(warehouse), "--json"]
+    code, out, _ = run(capsys, "remove-orphans", *args)
+    assert code == 0 and json.loads(out)["orphans"] == []
+    age_tree(table.table_path, days=0.5)
+    code, out, _ = run(capsys, "remove-orphans", *args, "--older-than", "1h", "--dry-run")
+    assert code == 0 and json.loads(out)["orphans"] == [stray] and os.path.exists(stray)
+    code, out, _ = run(capsys, "remove-orphans", *args, "--older-than", "1h")
+    payload = json.loads(out)
+    assert code == 0
+    assert (payload["orphans"], payload["deleted"], payload["bytes"]) == ([stray], 1, 6)
+    assert not os.path.exists(stray)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["expire-snapshots", "--retain-min", "0"], "retain-min must be >= 1"),
+        (["expire-snapshots", "--retain-min", "3", "--retain-max", "2"], "retain-max"),
+        (["expire-changelogs", "--older-than", "soon"], "--older-than must be a duration"),
+        (["expire-snapshots", "--max-deletes", "0"], "max-deletes"),
+        (["remove-orphans", "--older-than", "0"], "positive"),
+    ],
+)
+def test_bad_flags_exit_2_with_one_line(capsys, warehouse, argv, message):
+    history(warehouse, 2)
+    code, out, err = run(capsys, argv[0], *table_args(warehouse), *argv[1:])
+    assert code == 2 and out == ""
+    assert message in err and err.count("\n") == 1
+
+
+def test_unknown_table_exits_2(capsys, warehouse):
+    history(warehouse, 1)
+    code, _, err = run(capsys, "compact-manifests", "--warehouse", warehouse, "--table", "db.nope")
+    assert code == 2 and "does not exist" in err
+
+
+def test_aborted_maintenance_exits_1(capsys, warehouse):
+    table = history(warehouse, 3)
+    set_consumer(table, "stream", 2)
+    with open(os.path.join(table.table_path, "consumer", "consumer-stream"), "w") as f:
+        f.write("garbage")
+    code, _, err = run(capsys, "expire-snapshots", *table_args(warehouse), "--older-than", "0")
+    assert code == 1 and "consumer" in err
+
+
+def test_console_script_runs_the_maintenance_commands(warehouse):
+    history(warehouse, 2)
+    result = subprocess.run(
+        [sys.executable, "-m", "dagster_paimon.cli", "remove-orphans", *table_args(warehouse)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "0 orphan files" in result.stdout
+
+
+def test_non_integer_counts_are_usage_errors(capsys, warehouse):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["expire-snapshots", *table_args(warehouse), "--retain-min", "x"])
+    assert exit_info.value.code == 2

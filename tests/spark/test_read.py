@@ -1,0 +1,75 @@
+"""spark.read.format("paimon") against pypaimon's reader, and partition pruning."""
+
+from __future__ import annotations
+
+import pytest
+
+from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.table import create_table
+from tests.conftest import orders_spec
+from tests.lsm.kvmodel import read_rows, sorted_rows
+from tests.lsm.tables import KEY, cdc_table, compact, write_history
+
+pytestmark = pytest.mark.spark
+
+
+def spark_rows(df) -> list[dict]:
+    return [r.asDict() for r in df.collect()]
+
+
+@pytest.fixture
+def layered(warehouse):
+    """A CDC table with deletes spread over level 0 and a compacted higher level."""
+    table = cdc_table(warehouse, **{"num-sorted-run.compaction-trigger": "3"})
+    model = write_history(table, 4)
+    compact(table, warehouse)
+    write_history(table, 3, seed=13, model=model)
+    return table, model
+
+
+def test_reads_exactly_the_rows_pypaimon_reads(spark, warehouse, layered):
+    table, model = layered
+    levels = {f.level for b in read_levels(table).buckets for f in b.levels.all_files()}
+    assert 0 in levels and max(levels) > 0
+
+    df = spark.read.format("paimon").option("warehouse", warehouse).load("db.cdc")
+
+    assert df.columns == ["dt", "id", "name", "amount", "op"]
+    expected = sorted_rows(read_rows(table), KEY)
+    assert sorted_rows(spark_rows(df), KEY) == expected
+    assert expected == sorted_rows(model.values(), KEY)
+    assert df.rdd.getNumPartitions() == len(read_levels(table).buckets)
+
+
+def test_the_partition_option_prunes_whole_buckets(spark, warehouse, layered):
+    table, _ = layered
+    day = "2024-01-02"
+
+    pruned = (
+        spark.read.format("paimon")
+        .option("warehouse", warehouse)
+        .option("partition", f"dt={day}")
+        .load("db.cdc")
+    )
+
+    buckets = [b for b in read_levels(table).buckets if b.partition["dt"] == day]
+    assert pruned.rdd.getNumPartitions() == len(buckets) < len(read_levels(table).buckets)
+    expected = [r for r in read_rows(table) if r["dt"] == day]
+    assert sorted_rows(spark_rows(pruned), KEY) == sorted_rows(expected, KEY)
+
+
+def test_where_filters_on_a_reused_dataframe_read_the_right_rows(spark, warehouse, layered):
+    table, _ = layered
+    df = spark.read.format("paimon").option("warehouse", warehouse).load("db.cdc")
+    everything = sorted_rows(read_rows(table), KEY)
+
+    day = [r for r in everything if r["dt"] == "2024-01-02" and r["id"] > 40]
+    assert sorted_rows(spark_rows(df.where("dt = '2024-01-02' and id > 40")), KEY) == day
+    assert sorted_rows(spark_rows(df), KEY) == everything
+    assert spark_rows(df.where("dt in ('1999-01-01')")) == []
+
+
+def test_an_empty_table_reads_no_rows(spark, warehouse):
+    create_table(warehouse, orders_spec())
+    df = spark.read.format("paimon").option("warehouse", warehouse).load("db.orders")
+    assert df.count() == 0
