@@ -1,1 +1,10 @@
-"""Example deployment schedules and sensors: maintenance of every shop table."""
+"""Example deployment maintenance: full compaction, expiry, manifests and orphans per table."""
+
+from dagster import Definitions
+
+from assets import ORDERS, PROFILES
+from dagster_paimon.dagster.maintenance import build_maintenance_definitions
+
+maintenance = Definitions.merge(*(build_maintenance_definitions(t) for t in (ORDERS, PROFILES)))
+
+__all__ = ["maintenance"]

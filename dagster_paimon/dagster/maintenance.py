@@ -1,0 +1,190 @@
+"""Maintenance jobs and schedules per table: full compaction, expiry, manifests, orphans."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dagster import (
+    Config,
+    DefaultScheduleStatus,
+    Definitions,
+    JobDefinition,
+    OpExecutionContext,
+    ScheduleDefinition,
+    job,
+    op,
+)
+from pydantic import Field
+
+from dagster_paimon.dagster.metadata import metadata_values
+from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.dagster.specs import PaimonTableSpec
+from dagster_paimon.lsm.compact import compact_table
+from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
+from dagster_paimon.maintenance.manifests import compact_manifests
+from dagster_paimon.maintenance.options import RetentionOverrides, parse_duration_ms
+from dagster_paimon.maintenance.orphans import remove_orphans
+
+
+class FullCompactionConfig(Config):
+    """Optimization compaction: every bucket of the table into its highest level."""
+
+    partition: dict[str, str] | None = Field(
+        default=None, description="Only this Paimon partition (K: V); all when unset."
+    )
+
+
+class ExpiryConfig(Config):
+    """Overrides of the table's retention options for one run; unset keeps the table's value."""
+
+    retain_min: int | None = None
+    retain_max: int | None = None
+    older_than: str | None = Field(default=None, description="Keep snapshots newer than this.")
+    max_deletes: int | None = None
+    dry_run: bool = False
+
+    def overrides(self) -> RetentionOverrides:
+        """The library's overrides."""
+        return RetentionOverrides(
+            retain_min=self.retain_min,
+            retain_max=self.retain_max,
+            time_retained_ms=parse_duration_ms(self.older_than) if self.older_than else None,
+            max_deletes=self.max_deletes,
+        )
+
+
+class ManifestCompactionConfig(Config):
+    """Full manifest compaction by default, as the schedule's purpose is to reset the list."""
+
+    full: bool = True
+    dry_run: bool = False
+
+
+class OrphanConfig(Config):
+    """Only files older than this are orphans; never anything a running writer may still use."""
+
+    older_than: str = "1 d"
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class MaintenanceCrons:
+    """Default schedules: staggered so the heavy work does not overlap."""
+
+    full_compaction: str = "0 2 * * *"
+    expire_snapshots: str = "15 * * * *"
+    expire_changelogs: str = "30 3 * * *"
+    compact_manifests: str = "0 4 * * *"
+    remove_orphans: str = "0 5 * * 0"
+
+
+def _prefixed(key: str) -> str:
+    """Metric keys under one `paimon/` namespace in the UI, whichever module named them."""
+    return key if key.startswith("paimon/") else f"paimon/{key}"
+
+
+def _maintenance_job(
+    spec: PaimonTableSpec,
+    name: str,
+    config_type: type[Config],
+    run: Callable[[PaimonWarehouse, Any, Any], Any],
+    description: str,
+    pool: str | None = None,
+) -> JobDefinition:
+    """One op wrapped in one job, recording the result's metrics on the op's output."""
+
+    @op(name=f"{spec.database}_{spec.name}_{name}_op", pool=pool, description=description)
+    def maintenance_op(
+        context: OpExecutionContext,
+        config: config_type,
+        warehouse: PaimonWarehouse,  # type: ignore[valid-type]
+    ) -> None:
+        table = warehouse.open_table(spec.identifier)
+        result = run(warehouse, table, config)
+        context.log.info(f"{spec.identifier} {name}: {result.to_dict()}")
+        context.add_output_metadata(
+            metadata_values({_prefixed(k): v for k, v in result.to_metadata().items()})
+        )
+
+    @job(name=f"{spec.database}_{spec.name}_{name}", description=description)
+    def maintenance_job() -> None:
+        maintenance_op()
+
+    return maintenance_job
+
+
+def build_maintenance_definitions(
+    spec: PaimonTableSpec,
+    crons: MaintenanceCrons = MaintenanceCrons(),
+    default_status: DefaultScheduleStatus = DefaultScheduleStatus.STOPPED,
+) -> Definitions:
+    """Five jobs per table, each on its own schedule (stopped until switched on in the UI)."""
+
+    def full_compaction(warehouse: PaimonWarehouse, table, config: FullCompactionConfig):
+        return compact_table(
+            table, warehouse.table_ref(spec.identifier), full=True, partition=config.partition
+        )
+
+    def snapshots(_warehouse: PaimonWarehouse, table, config: ExpiryConfig):
+        return expire_snapshots(table, overrides=config.overrides(), dry_run=config.dry_run)
+
+    def changelogs(_warehouse: PaimonWarehouse, table, config: ExpiryConfig):
+        return expire_changelogs(table, overrides=config.overrides(), dry_run=config.dry_run)
+
+    def manifests(_warehouse: PaimonWarehouse, table, config: ManifestCompactionConfig):
+        return compact_manifests(table, full=config.full, dry_run=config.dry_run)
+
+    def orphans(_warehouse: PaimonWarehouse, table, config: OrphanConfig):
+        return remove_orphans(
+            table, older_than_ms=parse_duration_ms(config.older_than), dry_run=config.dry_run
+        )
+
+    jobs = {
+        "full_compaction": _maintenance_job(
+            spec,
+            "full_compaction",
+            FullCompactionConfig,
+            full_compaction,
+            "Optimization compaction: every bucket into its highest level.",
+            spec.pool,
+        ),
+        "expire_snapshots": _maintenance_job(
+            spec,
+            "expire_snapshots",
+            ExpiryConfig,
+            snapshots,
+            "Expire snapshots by snapshot.* retention; tags, consumers and branches keep theirs.",
+        ),
+        "expire_changelogs": _maintenance_job(
+            spec,
+            "expire_changelogs",
+            ExpiryConfig,
+            changelogs,
+            "Expire changelogs kept longer than snapshots (changelog.* retention).",
+        ),
+        "compact_manifests": _maintenance_job(
+            spec,
+            "compact_manifests",
+            ManifestCompactionConfig,
+            manifests,
+            "Full manifest compaction: one small, DELETE-free base manifest list.",
+            spec.pool,
+        ),
+        "remove_orphans": _maintenance_job(
+            spec,
+            "remove_orphans",
+            OrphanConfig,
+            orphans,
+            "Remove files no snapshot, tag, changelog or branch references (older than 1 day).",
+        ),
+    }
+    schedules = [
+        ScheduleDefinition(
+            name=f"{job.name}_schedule",
+            job=job,
+            cron_schedule=getattr(crons, kind),
+            default_status=default_status,
+        )
+        for kind, job in jobs.items()
+    ]
+    return Definitions(jobs=list(jobs.values()), schedules=schedules)
