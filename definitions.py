@@ -15,6 +15,6 @@ from schedules import maintenance
 defs = Definitions.merge(
     build_paimon_table_definitions(ORDERS, orders_feed, single_run_backfill=False),
     build_paimon_table_definitions(PROFILES, profiles_feed),
-    maintenance,
+    maintenance(),
     Definitions(resources={"warehouse": warehouse_resource(), "pyspark": spark_resource()}),
 )

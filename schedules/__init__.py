@@ -5,6 +5,10 @@ from dagster import Definitions
 from assets import ORDERS, PROFILES
 from dagster_paimon.dagster.maintenance import build_maintenance_definitions
 
-maintenance = Definitions.merge(*(build_maintenance_definitions(t) for t in (ORDERS, PROFILES)))
+
+def maintenance() -> Definitions:
+    """Every shop table's maintenance jobs and schedules."""
+    return Definitions.merge(*(build_maintenance_definitions(t) for t in (ORDERS, PROFILES)))
+
 
 __all__ = ["maintenance"]
