@@ -1,5 +1,10 @@
 """The example code location loads, with every table's assets, checks, jobs and sensors."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from dagster import Definitions
 
 import definitions
@@ -20,3 +25,23 @@ def test_every_table_has_ingest_compaction_check_and_sensor():
     assert checks == {"lsm_health"}
     sensors = {s.name for s in defs.sensors}
     assert sensors == {"shop_orders_compaction_sensor", "shop_customer_profiles_compaction_sensor"}
+
+
+def test_dagster_cli_validates_the_workspace(tmp_path):
+    root = Path(definitions.__file__).resolve().parent
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "dagster"),
+            "definitions",
+            "validate",
+            "-w",
+            "workspace.yaml",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "DAGSTER_HOME": str(tmp_path), "PAIMON_WAREHOUSE": str(tmp_path / "wh")},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "All code locations passed validation" in result.stderr + result.stdout
