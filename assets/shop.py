@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dagster import AssetExecutionContext, DailyPartitionsDefinition
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from assets.cdc import ORDER_EVENTS, order_events
 from dagster_paimon.dagster.specs import PaimonTableSpec
@@ -47,8 +48,12 @@ PROFILES = PaimonTableSpec(
 
 
 def orders_feed(context: AssetExecutionContext, spark: SparkSession) -> DataFrame:
-    """The day's order events; `_row_kind` tells the table which are updates and deletes."""
-    return spark.createDataFrame(order_events(context.partition_key).to_pandas())
+    """The day's order events; `_row_kind` tells the table which are updates and deletes.
+
+    Spark reads naive Arrow timestamps as local-zone timestamps; the table's are zone-less.
+    """
+    events = spark.createDataFrame(order_events(context.partition_key))
+    return events.withColumn("updated_at", F.col("updated_at").cast("timestamp_ntz"))
 
 
 def profiles_feed(context: AssetExecutionContext, spark: SparkSession) -> DataFrame:
@@ -82,4 +87,4 @@ def profiles_feed(context: AssetExecutionContext, spark: SparkSession) -> DataFr
         },
         schema=PROFILES.schema,
     )
-    return spark.createDataFrame(pa.concat_tables([crm, order_side]).to_pandas())
+    return spark.createDataFrame(pa.concat_tables([crm, order_side]))

@@ -83,6 +83,37 @@ def build(warehouse: str, source: Path, rows: int, batches: int, bucket: int) ->
         )
 
 
+def build_with_spark(warehouse: str, source: Path, batches: int, bucket: int) -> None:
+    """The same overlapping upserts over every row of the source, ingested by our Spark source.
+
+    For inputs too large for pypaimon's writer to build in reasonable time (the >= 1 GB bucket).
+    """
+    from pyspark.sql import functions as F
+
+    from dagster_paimon.spark.ingest import ingest_dataframe
+    from dagster_paimon.spark.session import spark_session
+
+    raw = pq.ParquetFile(source).schema_arrow
+    plain = pa.schema([pa.field(f.name, f.type, nullable=f.nullable) for f in raw])
+    spec = TableSpec("bench", "lineitem", plain, ("l_orderkey", "l_linenumber"), bucket, (), {})
+    create_table(warehouse, spec)
+    spark = spark_session("local[2]")
+    df = spark.read.parquet(str(source))
+    top = df.agg(F.max("l_orderkey")).first()[0] + 1
+    step = top // batches + 1
+    for i in range(batches):
+        low, high = max(0, i * step - step // 2), (i + 1) * step
+        part = df.where((F.col("l_orderkey") >= low) & (F.col("l_orderkey") < high))
+        part = part.withColumn("l_quantity", (F.col("l_quantity") + i).cast("decimal(15,2)"))
+        t0 = time.perf_counter()
+        report = ingest_dataframe(part, warehouse, IDENT)
+        print(
+            f"  ingested batch {i + 1}/{batches} with Spark: {report.rows} rows in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+    spark.stop()
+
+
 def input_files(warehouse: str) -> list[tuple[str, int]]:
     """Paths and sizes of every live data file: the compaction's input."""
     table = open_table(warehouse, IDENT)
@@ -160,6 +191,12 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=4)
     parser.add_argument("--bucket", type=int, default=1)
     parser.add_argument("--keep", help="reuse/keep the warehouse (and TPC-H data) here")
+    parser.add_argument(
+        "--ingest",
+        choices=("pypaimon", "spark"),
+        default="pypaimon",
+        help="who writes the overlapping batches (spark: every source row, for big buckets)",
+    )
     args = parser.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="bench-compaction-"))
     warehouse = str(root / "warehouse")
@@ -168,7 +205,10 @@ def main() -> None:
         if not pristine.exists():
             source = lineitem(args.scale, root)
             print(f"building table from {source} ({args.rows} rows, {args.batches} batches)")
-            build(warehouse, source, args.rows, args.batches, args.bucket)
+            if args.ingest == "spark":
+                build_with_spark(warehouse, source, args.batches, args.bucket)
+            else:
+                build(warehouse, source, args.rows, args.batches, args.bucket)
             shutil.copytree(warehouse, pristine)
         else:
             shutil.rmtree(warehouse, ignore_errors=True)

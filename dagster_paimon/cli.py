@@ -189,7 +189,7 @@ def _spark_session(args: argparse.Namespace) -> SparkSession:
     """The Spark session of --spark-master; Spark's own logging only with --verbose."""
     from dagster_paimon.spark.session import spark_session
 
-    spark = spark_session(args.spark_master)
+    spark = spark_session(args.spark_master, quiet=not args.verbose)
     if not args.verbose:
         spark.sparkContext.setLogLevel("OFF")
     return spark

@@ -58,3 +58,18 @@ def orders_table(warehouse):
     for commit in range(4):
         write_with_pypaimon(table, orders_batch(commit))
     return table
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local[2] session with the paimon source registered, shared by the whole run."""
+    from dagster_paimon.spark.session import spark_session
+
+    session = spark_session(
+        "local[2]",
+        app_name="dagster-paimon-tests",
+        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+    )
+    session.sparkContext.setLogLevel("OFF")
+    yield session
+    session.stop()

@@ -48,7 +48,10 @@ _OUR_ERROR = re.compile(r"dagster_paimon\.errors\.(\w+): (.+)")
 
 @dataclass(frozen=True)
 class IngestReport:
-    """What an ingest committed: its snapshot (None if nothing was written) and its size."""
+    """What an ingest committed: its snapshot (None if nothing was written) and its size.
+
+    `rows` counts the records the snapshot added: input rows with duplicate keys folded.
+    """
 
     table: str
     snapshot_id: int | None

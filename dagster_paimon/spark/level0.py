@@ -22,6 +22,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.lsm.kv import SEQUENCE_NUMBER, key_columns, kv_schema, trimmed_primary_keys
+from dagster_paimon.lsm.levels import TableLevels
 from dagster_paimon.lsm.merge import MergeEngine, merge_sorted_runs
 from dagster_paimon.lsm.rewrite import (
     APPEND_FILE_SOURCE,
@@ -51,6 +52,16 @@ class BucketWrite:
     files: tuple[DataFileMeta, ...]
     first_sequence: int
     last_sequence: int
+
+
+def max_sequences(levels: TableLevels) -> dict[BucketKey, int]:
+    """Each bucket's largest sequence number: its next writer continues from there (-1 empty)."""
+    return {
+        (tuple(b.partition_values), b.bucket): max(
+            (f.max_sequence_number for f in b.levels.all_files()), default=-1
+        )
+        for b in levels.buckets
+    }
 
 
 def write_buffer_bytes(options: Mapping[str, str]) -> int:
@@ -134,10 +145,10 @@ class Level0Writer:
         kinds = parse_row_kinds(batch, self.layout.row_kind_column)
         buckets = self._buckets_of(batch, values)
         self.rows += batch.num_rows
-        self._note_partitions(values)
         if self.kind_filter.active:
             keep = self.kind_filter.keep(kinds)
             values, kinds, buckets = values.filter(pa.array(keep)), kinds[keep], buckets[keep]
+        self._note_partitions(values)
         self._values.append(values)
         self._kinds.append(kinds)
         self._buckets.append(buckets)
@@ -159,7 +170,9 @@ class Level0Writer:
         return buckets
 
     def _note_partitions(self, values: pa.RecordBatch) -> None:
-        """Remember every partition the input touched: overwrite replaces exactly these."""
+        """Remember the partitions rows are written to: overwrite replaces exactly these."""
+        if values.num_rows == 0:
+            return
         if not self.partition_keys:
             self.partitions.add(())
             return
@@ -177,8 +190,13 @@ class Level0Writer:
         kinds = np.concatenate(self._kinds)
         buckets = np.concatenate(self._buckets)
         self._values, self._kinds, self._buckets, self._buffered = [], [], [], 0
+        if values.num_rows == 0:
+            return
+        groups = 0
         for partition, bucket, rows, group_kinds in self._groups(values, kinds, buckets):
             self._write_bucket(partition, bucket, rows, group_kinds)
+            groups += 1
+        log.info("flushed %d rows of %d buckets into level 0", values.num_rows, groups)
 
     def _groups(
         self, values: pa.Table, kinds: np.ndarray, buckets: np.ndarray

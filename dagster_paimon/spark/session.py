@@ -5,25 +5,30 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from dagster_paimon.spark.source import register
 
 DEFAULT_MASTER = "local[*]"
-LOCAL_SHUFFLE_PARTITIONS = 4
+MIN_LOCAL_SHUFFLE_PARTITIONS = 4
+QUIET_LOG_CONFIG = "log4j2-quiet.properties"
 
 
 def spark_session(
     master: str = DEFAULT_MASTER,
     app_name: str = "dagster-paimon",
     conf: Mapping[str, str] | None = None,
+    *,
+    quiet: bool = False,
 ) -> SparkSession:
     """A session whose Python workers run this interpreter, with Arrow on and the UI off.
 
     Executors import dagster_paimon, so they must use this environment's Python; local masters
-    get few shuffle partitions, since the data is small and each partition costs a task. The
+    get a few shuffle partitions per core, since each partition costs a task. The
     `paimon` data source is registered on the session returned (also if it already existed).
+    `quiet` turns Spark's own logging off from JVM start (a CLI prints its own errors).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -36,13 +41,25 @@ def spark_session(
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    if quiet:
+        config = Path(__file__).with_name(QUIET_LOG_CONFIG)
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={config}"
+        )
     if master.startswith("local"):
-        builder = builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
+        builder = builder.config("spark.sql.shuffle.partitions", str(_local_partitions(master)))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+def _local_partitions(master: str) -> int:
+    """Two shuffle partitions per local core (at least 4), not Spark's 200 tiny tasks."""
+    cores = master.removeprefix("local").strip("[]").split(",")[0]
+    count = int(cores) if cores.isdigit() else (os.cpu_count() or 1)
+    return max(MIN_LOCAL_SHUFFLE_PARTITIONS, 2 * count)
 
 
 def activate(spark: SparkSession) -> None:

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pypaimon.common.options import config as catalog_config
+from pypaimon.common.options.config_option import ConfigOption
 from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
@@ -36,7 +38,13 @@ from dagster_paimon.lsm.options import CHANGELOG_PRODUCER, CompactionOptions
 from dagster_paimon.lsm.rewrite import TableRef
 from dagster_paimon.spark.bucket import fixed_bucket_count
 from dagster_paimon.spark.commit import commit_ingest, discard_writes, find_commit
-from dagster_paimon.spark.level0 import SEQUENCE_STRIDE, BucketKey, BucketWrite, Level0Writer
+from dagster_paimon.spark.level0 import (
+    SEQUENCE_STRIDE,
+    BucketKey,
+    BucketWrite,
+    Level0Writer,
+    max_sequences,
+)
 from dagster_paimon.spark.read import (
     BucketSplit,
     check_readable,
@@ -56,22 +64,36 @@ PARTITION_OPTION = "partition"
 CATALOG_PREFIX = "catalog."
 
 
+def _catalog_option_names() -> dict[str, str]:
+    """pypaimon's catalog option names by lower case: Spark lowercases data source options."""
+    names = {}
+    for holder in vars(catalog_config).values():
+        if isinstance(holder, type):
+            for value in vars(holder).values():
+                if isinstance(value, ConfigOption):
+                    names[value.key().lower()] = value.key()
+    return names
+
+
 def table_ref(options: Mapping[str, str]) -> TableRef:
-    """The table named by the options: `warehouse`, the save/load path (or `table`), `catalog.*`."""
+    """The table named by the options: `warehouse`, the save/load path (or `table`), `catalog.*`.
+
+    `catalog.<name>` options go to pypaimon's catalog (e.g. `catalog.fs.s3.endpoint`), their
+    names restored to pypaimon's spelling (`fs.s3.accessKeyId`).
+    """
     warehouse = options.get(WAREHOUSE_OPTION)
     identifier = options.get("path") or options.get(TABLE_OPTION)
     if not warehouse:
         raise ValueError("the paimon data source needs .option('warehouse', <path or s3 URI>)")
     if not identifier:
         raise ValueError("name the table: .save('db.table') / .load('db.table')")
-    catalog = tuple(
-        sorted(
-            (k[len(CATALOG_PREFIX) :], v)
-            for k, v in options.items()
-            if k.startswith(CATALOG_PREFIX)
-        )
+    spelling = _catalog_option_names()
+    catalog = sorted(
+        (spelling.get(k[len(CATALOG_PREFIX) :].lower(), k[len(CATALOG_PREFIX) :]), str(v))
+        for k, v in options.items()
+        if k.lower().startswith(CATALOG_PREFIX)
     )
-    return TableRef(str(warehouse), str(identifier), catalog)
+    return TableRef(str(warehouse), str(identifier), tuple(catalog))
 
 
 def spark_schema(ref: TableRef) -> StructType:
@@ -235,8 +257,7 @@ def _check_writable(ref: TableRef) -> FileStoreTable:
 
 
 class PaimonDataSource(DataSource):
-    """`format("paimon")`; options `warehouse`, `catalog.*`, `commit.user` (writes), `partition`
-    (reads, `K=V[,K=V]`)."""
+    """`format("paimon")`: options warehouse, catalog.*, commit.user (write), partition (read)."""
 
     @classmethod
     def name(cls) -> str:
@@ -264,17 +285,11 @@ class PaimonDataSource(DataSource):
         table = _check_writable(ref)
         layout = plan_write_layout(table.table_schema, to_arrow_schema(schema, timezone="UTC"))
         levels = read_levels(table)
-        sequences = {
-            (tuple(b.partition_values), b.bucket): max(
-                (f.max_sequence_number for f in b.levels.all_files()), default=-1
-            )
-            for b in levels.buckets
-        }
         return PaimonWriter(
             ref,
             layout,
             levels.snapshot_id,
-            sequences,
+            max_sequences(levels),
             overwrite=overwrite,
             commit_user=str(self.options.get(COMMIT_USER_OPTION) or uuid.uuid4()),
         )

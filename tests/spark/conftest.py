@@ -4,24 +4,7 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from dagster_paimon.lsm.levels import live_entries
-
-
-@pytest.fixture(scope="session")
-def spark():
-    """A local[2] session with the paimon source registered, shared by the whole run."""
-    from dagster_paimon.spark.session import spark_session
-
-    session = spark_session(
-        "local[2]",
-        app_name="dagster-paimon-tests",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
-    )
-    session.sparkContext.setLogLevel("OFF")
-    yield session
-    session.stop()
 
 
 def data_files_on_disk(table) -> set[str]:
