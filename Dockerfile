@@ -1,0 +1,27 @@
+# A deployable image of the example code location: Dagster webserver + daemon, local Spark.
+FROM python:3.11-slim-bookworm
+
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+    && rm -rf /var/lib/apt/lists/*
+RUN pip install --no-cache-dir uv
+
+WORKDIR /opt/dagster-paimon
+COPY pyproject.toml uv.lock README.md ./
+COPY dagster_paimon ./dagster_paimon
+RUN uv sync --locked --no-dev
+COPY assets ./assets
+COPY resources ./resources
+COPY schedules ./schedules
+COPY definitions.py workspace.yaml ./
+
+ENV PATH="/opt/dagster-paimon/.venv/bin:${PATH}" \
+    DAGSTER_HOME=/opt/dagster/home \
+    PAIMON_WAREHOUSE=/data/warehouse \
+    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+RUN mkdir -p "$DAGSTER_HOME" /data/warehouse
+VOLUME ["/data/warehouse", "/opt/dagster/home"]
+EXPOSE 3000
+
+# One container runs both the webserver and the daemon (sensors, schedules, run queue).
+CMD ["sh", "-c", "dagster-daemon run -w workspace.yaml & exec dagster-webserver -w workspace.yaml -h 0.0.0.0 -p 3000"]
