@@ -6,7 +6,7 @@ DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 HOST ?= 127.0.0.1
 PORT ?= 3000
 
-.PHONY: run test sync uv bench
+.PHONY: run test sync uv bench browser
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -19,7 +19,12 @@ run: sync
 	PAIMON_WAREHOUSE="$(PAIMON_WAREHOUSE)" DAGSTER_HOME="$(DAGSTER_HOME)" \
 		$(UV) run --locked dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
 
-test: sync
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+test: sync browser
 	$(UV) run --locked ruff check .
 	$(UV) run --locked pytest
 

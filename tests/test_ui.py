@@ -1,0 +1,107 @@
+"""The example deployment in a real browser: `dagster dev` plus headless Chromium."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1600,1000",
+    "--virtual-time-budget=25000",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(url: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} did not answer within {seconds} s")
+
+
+@pytest.fixture
+def dagster_dev(tmp_path):
+    port = free_port()
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "PAIMON_WAREHOUSE": str(tmp_path / "warehouse"),
+    }
+    (tmp_path / "home").mkdir()
+    dagster = str(Path(sys.executable).parent / "dagster")
+    process = subprocess.Popen(
+        [dagster, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(f"http://127.0.0.1:{port}/server_info", 120)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def chromium(*args: str, profile: Path) -> str:
+    binary = shutil.which("chromium")
+    assert binary, "Debian's chromium must be installed (make test installs it)"
+    result = subprocess.run(
+        [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return result.stdout
+
+
+def test_asset_graph_shows_the_tables_and_their_compaction_assets(dagster_dev, tmp_path):
+    page = f"{dagster_dev}/asset-groups/shop"
+    dom = ""
+    for _ in range(4):
+        dom = chromium("--dump-dom", page, profile=tmp_path / "chrome")
+        if "/assets/shop/customer_profiles/compaction" in dom:
+            break
+        time.sleep(5)
+    for asset in (
+        "shop/orders",
+        "shop/orders/compaction",
+        "shop/customer_profiles",
+        "shop/customer_profiles/compaction",
+    ):
+        assert f"/assets/{asset}?" in dom or f'/assets/{asset}"' in dom, asset
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "asset-graph.png"
+    chromium(f"--screenshot={shot}", page, profile=tmp_path / "chrome")
+    assert shot.stat().st_size > 10_000
