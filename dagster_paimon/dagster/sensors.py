@@ -56,17 +56,20 @@ def needs_compaction(bucket: BucketHealth, trigger: int, max_amp: int) -> bool:
     return bucket.sorted_runs > trigger or bucket.size_amplification_percent > max_amp
 
 
-def unhealthy_partitions(levels: TableLevels) -> set[tuple[tuple[str, str], ...]]:
-    """Paimon partitions (as sorted key/value pairs) with at least one bucket over a limit."""
+def unhealthy_partitions(
+    levels: TableLevels, trigger: int | None = None, max_amp: int | None = None
+) -> set[tuple[tuple[str, str], ...]]:
+    """Paimon partitions (as sorted key/value pairs) with at least one bucket over a limit.
+
+    The limits default to the table's own Paimon options.
+    """
     options = levels.options
+    trigger = options.num_sorted_run_compaction_trigger if trigger is None else trigger
+    max_amp = options.max_size_amplification_percent if max_amp is None else max_amp
     return {
         tuple(sorted(b.partition.items()))
         for b in levels.buckets
-        if needs_compaction(
-            b.health(),
-            options.num_sorted_run_compaction_trigger,
-            options.max_size_amplification_percent,
-        )
+        if needs_compaction(b.health(), trigger, max_amp)
     }
 
 
@@ -110,7 +113,9 @@ def build_compaction_sensor(
         cursor = SensorCursor.parse(context.cursor)
         snapshot = levels.snapshot_id or 0
         busy = _in_flight(context, job.name)
-        unhealthy = unhealthy_partitions(levels)
+        unhealthy = unhealthy_partitions(
+            levels, spec.sensor_sorted_run_trigger, spec.sensor_max_size_amplification_percent
+        )
         if spec.partitions_def is None:
             targets = {WHOLE_TABLE: None} if unhealthy else {}
         else:

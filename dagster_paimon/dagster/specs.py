@@ -16,7 +16,11 @@ PartitionMapping = Callable[[str], Mapping[str, str]]
 
 @dataclass(frozen=True)
 class PaimonTableSpec:
-    """Everything the asset factory needs to know about one primary-key table."""
+    """Everything the asset factory needs to know about one primary-key table.
+
+    The sensor thresholds default to the table's `num-sorted-run.compaction-trigger` and
+    `compaction.max-size-amplification-percent`; set them to compact earlier or later.
+    """
 
     database: str
     name: str
@@ -28,6 +32,8 @@ class PaimonTableSpec:
     partitions_def: PartitionsDefinition | None = None
     partition_mapping: PartitionMapping | None = None
     description: str | None = None
+    sensor_sorted_run_trigger: int | None = None
+    sensor_max_size_amplification_percent: int | None = None
 
     def __post_init__(self) -> None:
         """Partitioned assets need a way to name the Paimon partition of a Dagster partition."""

@@ -146,3 +146,19 @@ def test_health_check_definition_runs_against_the_table(warehouse_resource):
 def test_corrupt_cursor_starts_fresh():
     assert SensorCursor.parse("not json").requested == {}
     assert SensorCursor.parse('{"requested": {"a": 3}}').requested == {"a": 3}
+
+
+def test_spec_thresholds_override_the_table_options(warehouse_resource):
+    from dataclasses import replace
+
+    table = warehouse_resource.create_table(SPEC.table_spec)
+    write_day(table, "2024-01-01", 3)
+    instance = DagsterInstance.ephemeral()
+    lenient = build_compaction_sensor(
+        replace(SPEC, sensor_sorted_run_trigger=3, sensor_max_size_amplification_percent=10_000),
+        JOB,
+    )
+    assert sensor_tick(lenient, warehouse_resource, instance).run_requests == []
+    strict = build_compaction_sensor(replace(SPEC, sensor_sorted_run_trigger=2), JOB)
+    requested = sensor_tick(strict, warehouse_resource, instance).run_requests
+    assert [r.partition_key for r in requested] == ["2024-01-01"]

@@ -45,10 +45,12 @@ def test_ingest_sensor_compaction_and_maintenance(spark, warehouse):
     assert sorted(r.partition_key for r in tick.run_requests) == ["2024-01-01", "2024-01-03"]
 
     for request in tick.run_requests:
+        executor = "spark" if request.partition_key == "2024-01-03" else "local"
         result = materialize(
             [compaction],
             partition_key=request.partition_key,
             instance=instance,
+            run_config={"ops": {"shop__orders__compaction": {"config": {"executor": executor}}}},
         )
         assert result.success
     trigger = ORDERS.compaction_options.num_sorted_run_compaction_trigger
