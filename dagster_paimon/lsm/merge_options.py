@@ -34,9 +34,9 @@ from dagster_paimon.lsm.merge_functions import (
     FirstRowMergeFunction,
     MergeFunction,
 )
+from dagster_paimon.lsm.options import MERGE_ENGINE, MERGE_ENGINES
 from dagster_paimon.lsm.partial_update import PartialUpdateMergeFunction, SequenceGroup
 
-MERGE_ENGINE = "merge-engine"
 IGNORE_DELETE = "ignore-delete"
 IGNORE_DELETE_FALLBACKS = (
     "first-row.ignore-delete",
@@ -52,13 +52,7 @@ FIELDS_PREFIX = "fields."
 DEFAULT_AGGREGATE_FUNCTION = "default-aggregate-function"
 SEQUENCE_GROUP_SUFFIX = ".sequence-group"
 
-DEDUPLICATE, PARTIAL_UPDATE, AGGREGATION, FIRST_ROW = (
-    "deduplicate",
-    "partial-update",
-    "aggregation",
-    "first-row",
-)
-MERGE_ENGINES = (DEDUPLICATE, PARTIAL_UPDATE, AGGREGATION, FIRST_ROW)
+DEDUPLICATE, PARTIAL_UPDATE, AGGREGATION, FIRST_ROW = MERGE_ENGINES
 
 
 def read_flag(options: Mapping[str, str], key: str, fallbacks: Sequence[str] = ()) -> bool:
