@@ -20,6 +20,7 @@ ENV PATH="/opt/dagster-paimon/.venv/bin:${PATH}" \
     PAIMON_WAREHOUSE=/data/warehouse \
     JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 RUN mkdir -p "$DAGSTER_HOME" /data/warehouse
+COPY dagster.yaml /opt/dagster/home/dagster.yaml
 VOLUME ["/data/warehouse", "/opt/dagster/home"]
 EXPOSE 3000
 

@@ -18,7 +18,11 @@ from dagster import (
 
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.errors import TableNotFoundError
+from dagster_paimon.errors import (
+    DatabaseNotFoundError,
+    TableNotFoundError,
+    WarehouseUnreachableError,
+)
 from dagster_paimon.lsm.levels import BucketHealth, TableLevels, read_levels
 
 IN_FLIGHT = [
@@ -108,8 +112,8 @@ def build_compaction_sensor(
     def compaction_sensor(context: SensorEvaluationContext, warehouse: PaimonWarehouse):
         try:
             levels = read_levels(warehouse.open_table(spec.identifier))
-        except TableNotFoundError:
-            return SkipReason(f"{spec.identifier} has not been created yet")
+        except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
+            return SkipReason(f"{spec.identifier} is not there yet: {e}")
         cursor = SensorCursor.parse(context.cursor)
         snapshot = levels.snapshot_id or 0
         busy = _in_flight(context, job.name)

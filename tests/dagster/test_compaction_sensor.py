@@ -162,3 +162,10 @@ def test_spec_thresholds_override_the_table_options(warehouse_resource):
     strict = build_compaction_sensor(replace(SPEC, sensor_sorted_run_trigger=2), JOB)
     requested = sensor_tick(strict, warehouse_resource, instance).run_requests
     assert [r.partition_key for r in requested] == ["2024-01-01"]
+
+
+def test_sensor_skips_until_the_warehouse_and_table_exist(tmp_path):
+    missing = PaimonWarehouse(uri=str(tmp_path / "not-yet"))
+    instance = DagsterInstance.ephemeral()
+    result = sensor_tick(build_compaction_sensor(SPEC, JOB), missing, instance)
+    assert "not there yet" in str(result)
