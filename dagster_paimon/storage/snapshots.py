@@ -43,11 +43,57 @@ def _create_local_if_absent(path: str, content: str) -> bool:
             os.unlink(temp)
 
 
+S3_SCHEMES = ("s3", "s3a", "s3n")
+LOST_RACE_CODES = ("PreconditionFailed", "ConditionalRequestConflict")
+
+
+def _s3_client(file_io: FileIO):
+    """A boto3 client with the catalog's fs.s3.* settings; unset ones use boto3's chain."""
+    import boto3
+
+    props = file_io.properties.to_map() if hasattr(file_io, "properties") else {}
+    endpoint = props.get("fs.s3.endpoint")
+    if endpoint and "://" not in endpoint:
+        endpoint = f"https://{endpoint}"
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint or None,
+        region_name=props.get("fs.s3.region") or None,
+        aws_access_key_id=props.get("fs.s3.accessKeyId") or None,
+        aws_secret_access_key=props.get("fs.s3.accessKeySecret") or None,
+        aws_session_token=props.get("fs.s3.securityToken") or None,
+    )
+
+
+def _create_s3_if_absent(file_io: FileIO, path: str, content: str) -> bool:
+    """A conditional PUT (If-None-Match: *): S3 itself lets exactly one committer win."""
+    from botocore.exceptions import ClientError
+
+    parsed = urlparse(path)
+    try:
+        _s3_client(file_io).put_object(
+            Bucket=parsed.netloc,
+            Key=parsed.path.lstrip("/"),
+            Body=content.encode("utf-8"),
+            IfNoneMatch="*",
+        )
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") in LOST_RACE_CODES:
+            return False
+        raise
+    return True
+
+
 def create_snapshot_if_absent(file_io: FileIO, path: str, content: str) -> bool:
-    """True if this call created the file; False if another committer got there first."""
+    """True if this call created the file; False if another committer got there first.
+
+    Local disks use a hard link; S3 a conditional write; no lock service either way.
+    """
     local = local_path(path)
     if local is not None:
         return _create_local_if_absent(local, content)
+    if urlparse(path).scheme in S3_SCHEMES:
+        return _create_s3_if_absent(file_io, path, content)
     if file_io.exists(path):
         return False
     return file_io.try_to_write_atomic(path, content)
