@@ -73,12 +73,17 @@ def parse_partition(text: str | None) -> dict[str, str] | None:
     return result
 
 
+def _partition_label(partition: dict[str, str]) -> str:
+    """K=V[,K=V] as operators type it, '-' for an unpartitioned table."""
+    return ",".join(f"{k}={v}" for k, v in partition.items()) or "-"
+
+
 def _human_health(health: TableHealth) -> str:
     """A readable table per bucket followed by the summary."""
     headers = ["partition", "bucket", "files", "bytes", "L0", "runs", "levels", "size-amp %"]
     rows = [
         [
-            ",".join(f"{k}={v}" for k, v in b.partition.items()) or "-",
+            _partition_label(b.partition),
             str(b.bucket),
             str(b.files),
             str(b.total_bytes),
@@ -116,7 +121,7 @@ def _human_plan(plan: CompactionPlan) -> str:
         return f"{plan.table}: nothing to compact at snapshot {plan.base_snapshot_id}"
     lines = [f"{plan.table}: {len(plan.tasks)} tasks at snapshot {plan.base_snapshot_id} (dry run)"]
     for t in plan.tasks:
-        part = ",".join(f"{k}={v}" for k, v in t.partition.items()) or "-"
+        part = _partition_label(t.partition)
         lines.append(
             f"  {part} bucket {t.bucket}: {len(t.files)} files -> level {t.output_level}, "
             f"rewrite {len(t.rewritten_files)} ({t.rewritten_bytes} bytes), "
@@ -154,7 +159,7 @@ def _human_report(report: CompactionReport) -> str:
         f"{report.bytes_read} bytes read, {report.bytes_written} bytes written"
     ]
     for unit in report.to_dict()["units"]:
-        part = ",".join(f"{k}={v}" for k, v in unit["partition"].items()) or "-"
+        part = _partition_label(unit["partition"])
         lines.append(
             f"  {part} bucket {unit['bucket']}: {unit['input_files']} files -> "
             f"{unit['output_files']} new at level {unit['output_level']}, "

@@ -103,10 +103,6 @@ class Levels:
         """Every file, in sorted-run order."""
         return [f for r in self.level_sorted_runs() for f in r.run.files]
 
-    def total_file_size(self) -> int:
-        """Bytes of every file in the tree."""
-        return sum(f.file_size for f in self.all_files())
-
 
 def size_amplification_percent(runs: list[LevelSortedRun]) -> float:
     """100 x bytes of all runs but the last / bytes of the last run; 0 below two runs."""
