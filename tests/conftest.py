@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 from dagster_paimon.table import TableSpec, create_table
+from tests.s3server import S3Server, moto_server
 
 ORDERS_SCHEMA = pa.schema(
     [
@@ -73,3 +74,16 @@ def spark():
     session.sparkContext.setLogLevel("OFF")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> S3Server:
+    """One authenticating moto S3 server on loopback for the whole run."""
+    with moto_server() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_warehouse(s3_server) -> tuple[str, dict[str, str]]:
+    """A warehouse in a fresh bucket: its URI and the catalog options that reach it."""
+    return f"s3://{s3_server.create_bucket()}/warehouse", s3_server.catalog_options()

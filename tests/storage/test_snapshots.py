@@ -1,14 +1,8 @@
 """Atomic snapshot creation: hard links on local disks, conditional PUTs on a real S3 API (moto)."""
 
 import multiprocessing
-import socket
-import subprocess
-import sys
-import time
-import uuid
 from pathlib import Path
 
-import boto3
 import pyarrow as pa
 import pytest
 
@@ -16,49 +10,6 @@ from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import TableSpec, create_table, open_table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
-ACCESS = {
-    "fs.s3.accessKeyId": "testing",
-    "fs.s3.accessKeySecret": "testing",
-    "fs.s3.region": "us-east-1",
-}
-
-
-@pytest.fixture(scope="session")
-def moto_endpoint():
-    """A moto S3 server on a free loopback port for the whole run."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield endpoint
-    server.terminate()
-    server.wait(timeout=10)
-
-
-@pytest.fixture
-def s3_warehouse(moto_endpoint):
-    """A fresh bucket; returns the warehouse URI and the catalog options that reach it."""
-    bucket = f"wh-{uuid.uuid4().hex[:12]}"
-    boto3.client(
-        "s3",
-        endpoint_url=moto_endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    ).create_bucket(Bucket=bucket)
-    return f"s3://{bucket}/warehouse", {**ACCESS, "fs.s3.endpoint": moto_endpoint}
 
 
 def test_local_create_if_absent_has_exactly_one_winner(tmp_path):
