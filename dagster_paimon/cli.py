@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -32,6 +33,7 @@ from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshot
 from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.options import DAY_MS, RetentionOverrides, parse_duration_ms
 from dagster_paimon.maintenance.orphans import remove_orphans
+from dagster_paimon.storage.s3 import S3Settings, is_s3_uri
 from dagster_paimon.table import open_table
 
 if TYPE_CHECKING:
@@ -108,9 +110,23 @@ def _human_health(health: TableHealth) -> str:
     return "\n".join(lines)
 
 
+def catalog_options(args: argparse.Namespace) -> dict[str, str]:
+    """S3 settings from the PAIMON_S3_* variables, flags winning; a local warehouse needs none."""
+    if not is_s3_uri(args.warehouse):
+        return {}
+    env = S3Settings.from_env(os.environ)
+    settings = dataclasses.replace(
+        env,
+        endpoint=args.s3_endpoint or env.endpoint,
+        region=args.s3_region or env.region,
+        path_style=args.s3_path_style or env.path_style,
+    )
+    return settings.catalog_options()
+
+
 def cmd_health(args: argparse.Namespace) -> tuple[dict, str]:
     """LSM health of every bucket, optionally of one partition."""
-    table = open_table(args.warehouse, args.table)
+    table = open_table(args.warehouse, args.table, catalog_options(args))
     health = read_levels(table, partition=parse_partition(args.partition)).health()
     return health.to_dict(), _human_health(health)
 
@@ -170,7 +186,7 @@ def _human_report(report: CompactionReport) -> str:
 
 def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
     """Plan, and unless --dry-run run and commit, compaction of every bucket."""
-    table = open_table(args.warehouse, args.table)
+    table = open_table(args.warehouse, args.table, catalog_options(args))
     partition = parse_partition(args.partition)
     if args.dry_run:
         plan = plan_table_compaction(read_levels(table, partition=partition), full=args.full)
@@ -180,9 +196,10 @@ def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
         from dagster_paimon.spark.executor import SparkExecutor
 
         executor = SparkExecutor(_spark_session(args))
+    ref = TableRef(args.warehouse, args.table, tuple(sorted(catalog_options(args).items())))
     report = compact_table(
         table,
-        TableRef(args.warehouse, args.table),
+        ref,
         full=args.full,
         partition=partition,
         executor=executor,
@@ -202,7 +219,7 @@ def _spark_session(args: argparse.Namespace) -> SparkSession:
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict, str]:
     """Ingest files into level 0 with Spark: one APPEND (or OVERWRITE) snapshot."""
-    open_table(args.warehouse, args.table)
+    open_table(args.warehouse, args.table, catalog_options(args))
     if "://" not in args.source and not os.path.exists(args.source):
         raise UsageError(f"--source {args.source!r} does not exist")
     from dagster_paimon.spark.ingest import ingest_files
@@ -214,6 +231,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict, str]:
         args.source,
         fmt=args.format,
         mode=args.mode,
+        catalog_options=catalog_options(args),
     )
     if report.snapshot_id is None:
         return report.to_dict(), f"{report.table}: nothing to ingest from {args.source}"
@@ -247,7 +265,7 @@ def _duration_ms(text: str | None) -> int | None:
 
 def cmd_expire(args: argparse.Namespace) -> tuple[dict, str]:
     """Expire snapshots or long-lived changelogs by retention options and flag overrides."""
-    table = open_table(args.warehouse, args.table)
+    table = open_table(args.warehouse, args.table, catalog_options(args))
     overrides = RetentionOverrides(
         args.retain_min, args.retain_max, _duration_ms(args.older_than), args.max_deletes
     )
@@ -258,14 +276,14 @@ def cmd_expire(args: argparse.Namespace) -> tuple[dict, str]:
 
 def cmd_compact_manifests(args: argparse.Namespace) -> tuple[dict, str]:
     """Merge manifests (minor by the table's thresholds, or --full) into a new snapshot."""
-    table = open_table(args.warehouse, args.table)
+    table = open_table(args.warehouse, args.table, catalog_options(args))
     result = compact_manifests(table, full=args.full, dry_run=args.dry_run)
     return result.to_dict(), result.summary()
 
 
 def cmd_remove_orphans(args: argparse.Namespace) -> tuple[dict, str]:
     """Delete files no snapshot, tag, changelog or branch references, older than a threshold."""
-    table = open_table(args.warehouse, args.table)
+    table = open_table(args.warehouse, args.table, catalog_options(args))
     older_than = _duration_ms(args.older_than)
     result = remove_orphans(
         table, older_than_ms=DAY_MS if older_than is None else older_than, dry_run=args.dry_run
@@ -299,6 +317,13 @@ def _add_maintenance_commands(commands: argparse._SubParsersAction) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     """Flags every command takes."""
     parser.add_argument("--warehouse", required=True, help="warehouse path or s3://bucket/prefix")
+    parser.add_argument("--s3-endpoint", help="S3-compatible endpoint (env PAIMON_S3_ENDPOINT)")
+    parser.add_argument("--s3-region", help="S3 region (env PAIMON_S3_REGION)")
+    parser.add_argument(
+        "--s3-path-style",
+        action="store_true",
+        help="path-style bucket addressing, as MinIO needs (env PAIMON_S3_PATH_STYLE)",
+    )
     parser.add_argument("--table", required=True, help="DB.TABLE")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")

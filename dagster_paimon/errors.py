@@ -51,3 +51,27 @@ class MaintenanceAbortedError(DagsterPaimonError):
 
 class StaleMaintenancePlanError(MaintenanceAbortedError):
     """A new tag, consumer or branch appeared after planning; the plan could delete its files."""
+
+
+class MissingCredentialsError(WarehouseUnreachableError):
+    """No S3 credentials were given and boto3's credential chain found none."""
+
+
+class InvalidCredentialsError(WarehouseUnreachableError):
+    """The S3 store rejected the access key, secret or session token."""
+
+
+class AccessDeniedError(WarehouseUnreachableError):
+    """The credentials are valid but may not list or write the warehouse location."""
+
+
+class BucketNotFoundError(WarehouseUnreachableError):
+    """The warehouse's bucket does not exist on the S3 store."""
+
+
+class EndpointUnreachableError(WarehouseUnreachableError):
+    """The S3 endpoint cannot be connected to."""
+
+
+class UnsupportedWarehouseError(WarehouseUnreachableError):
+    """The warehouse URI uses a scheme without an atomic create-if-absent we trust."""

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlparse
 
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
@@ -23,6 +21,7 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
+from dagster_paimon.storage.warehouse import warehouse_for
 
 DYNAMIC_BUCKET = -1
 POSTPONE_BUCKET = -2
@@ -100,28 +99,14 @@ class TableSpec:
         )
 
 
-def _is_local(warehouse: str) -> bool:
-    """Local paths and file:// URIs can be checked for existence up front."""
-    scheme = urlparse(warehouse).scheme
-    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
-
-
-def _local_path(warehouse: str) -> str:
-    """Strip a file:// scheme so os.path works on it."""
-    return urlparse(warehouse).path if warehouse.startswith("file:") else warehouse
-
-
 def open_catalog(
     warehouse: str, catalog_options: Mapping[str, str] | None = None, *, create: bool = False
 ) -> Catalog:
-    """A filesystem catalog over the warehouse; a missing local warehouse is only made on create."""
-    if _is_local(warehouse):
-        path = _local_path(warehouse)
-        if create:
-            os.makedirs(path, exist_ok=True)
-        elif not os.path.isdir(path):
-            raise WarehouseUnreachableError(f"warehouse {warehouse!r} does not exist")
+    """A filesystem catalog over a warehouse proven usable; a local one is only made on create."""
     options = {str(k): str(v) for k, v in (catalog_options or {}).items()}
+    store = warehouse_for(warehouse, options)
+    store.check(create=create)
+    options.update(store.catalog_options())
     options["warehouse"] = warehouse
     try:
         return CatalogFactory.create(options)

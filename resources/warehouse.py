@@ -7,6 +7,7 @@ from pathlib import Path
 from dagster_pyspark import LazyPySparkResource
 
 from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.storage.s3 import S3Settings
 
 WAREHOUSE_ENV = "PAIMON_WAREHOUSE"
 SPARK_MASTER_ENV = "PAIMON_SPARK_MASTER"
@@ -19,13 +20,16 @@ def warehouse_uri() -> str:
 
 
 def warehouse_resource() -> PaimonWarehouse:
-    """Local path or s3:// URI; S3 endpoint/region/keys from the PAIMON_S3_* variables if set."""
+    """Local path or s3:// URI; S3 settings from the PAIMON_S3_* variables the CLI reads too."""
+    s3 = S3Settings.from_env(os.environ)
     return PaimonWarehouse(
         uri=warehouse_uri(),
-        s3_endpoint=os.environ.get("PAIMON_S3_ENDPOINT"),
-        s3_region=os.environ.get("PAIMON_S3_REGION"),
-        s3_access_key_id=os.environ.get("PAIMON_S3_ACCESS_KEY_ID"),
-        s3_secret_access_key=os.environ.get("PAIMON_S3_SECRET_ACCESS_KEY"),
+        s3_endpoint=s3.endpoint,
+        s3_region=s3.region,
+        s3_access_key_id=s3.access_key_id,
+        s3_secret_access_key=s3.secret_access_key,
+        s3_session_token=s3.session_token,
+        s3_path_style=s3.path_style,
     )
 
 

@@ -7,15 +7,8 @@ from pydantic import Field
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.lsm.rewrite import TableRef
+from dagster_paimon.storage.s3 import S3Settings
 from dagster_paimon.table import TableSpec, create_table, open_table
-
-S3_OPTION_KEYS = {
-    "s3_endpoint": "fs.s3.endpoint",
-    "s3_region": "fs.s3.region",
-    "s3_access_key_id": "fs.s3.accessKeyId",
-    "s3_secret_access_key": "fs.s3.accessKeySecret",
-    "s3_session_token": "fs.s3.securityToken",
-}
 
 
 class PaimonWarehouse(ConfigurableResource):
@@ -29,19 +22,29 @@ class PaimonWarehouse(ConfigurableResource):
     s3_access_key_id: str | None = Field(default=None, description="Explicit access key id.")
     s3_secret_access_key: str | None = Field(default=None, description="Explicit secret key.")
     s3_session_token: str | None = Field(default=None, description="Explicit session token.")
+    s3_path_style: bool = Field(
+        default=False,
+        description="Address buckets by path (endpoint/bucket/key), as MinIO and most "
+        "self-hosted stores need; AWS uses virtual-hosted buckets.",
+    )
     catalog_options: dict[str, str] = Field(
         default_factory=dict, description="Extra pypaimon catalog options, passed through."
     )
 
+    def s3_settings(self) -> S3Settings:
+        """The S3 settings this resource was given; unset ones fall back to boto3's chain."""
+        return S3Settings(
+            endpoint=self.s3_endpoint,
+            region=self.s3_region,
+            access_key_id=self.s3_access_key_id,
+            secret_access_key=self.s3_secret_access_key,
+            session_token=self.s3_session_token,
+            path_style=self.s3_path_style,
+        )
+
     def paimon_options(self) -> dict[str, str]:
         """Catalog options for pypaimon: the S3 settings that are set, then the extras."""
-        options = {
-            key: str(getattr(self, attr))
-            for attr, key in S3_OPTION_KEYS.items()
-            if getattr(self, attr) is not None
-        }
-        options.update(self.catalog_options)
-        return options
+        return {**self.s3_settings().catalog_options(), **self.catalog_options}
 
     def open_table(self, identifier: str) -> FileStoreTable:
         """An existing table, or a typed error naming what is missing."""

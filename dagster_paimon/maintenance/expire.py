@@ -24,7 +24,6 @@ from dagster_paimon.maintenance.deletion import (
     deleted_in_deltas,
     metadata_to_delete,
 )
-from dagster_paimon.maintenance.files import TableFiles, delete_logged, table_files
 from dagster_paimon.maintenance.metadata import (
     CHANGELOG_PREFIX,
     EARLIEST,
@@ -34,6 +33,8 @@ from dagster_paimon.maintenance.metadata import (
 )
 from dagster_paimon.maintenance.options import ExpireConfig, RetentionOverrides
 from dagster_paimon.maintenance.references import collect_used, referrers
+from dagster_paimon.storage.files import TableFiles, delete_logged
+from dagster_paimon.storage.warehouse import table_files
 
 log = logging.getLogger(__name__)
 

@@ -33,10 +33,11 @@ from dagster_paimon.lsm.commit import (
     entry_identifier,
     new_commit_identity,
 )
-from dagster_paimon.maintenance.files import TableFiles, table_files
 from dagster_paimon.maintenance.metadata import parallel_map
 from dagster_paimon.maintenance.options import ManifestMergeOptions
+from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
+from dagster_paimon.storage.warehouse import table_files
 
 log = logging.getLogger(__name__)
 

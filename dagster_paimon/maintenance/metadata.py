@@ -26,7 +26,7 @@ from pypaimon.tag.tag import Tag
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
 from dagster_paimon.errors import MaintenanceAbortedError
-from dagster_paimon.maintenance.files import TableFiles
+from dagster_paimon.storage.files import TableFiles
 
 log = logging.getLogger(__name__)
 

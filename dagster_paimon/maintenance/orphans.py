@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import MaintenanceAbortedError
-from dagster_paimon.maintenance.files import FileStatus, TableFiles, delete_logged, table_files
 from dagster_paimon.maintenance.metadata import (
     CHANGELOG_PREFIX,
     EARLIEST,
@@ -25,6 +24,8 @@ from dagster_paimon.maintenance.metadata import (
 )
 from dagster_paimon.maintenance.options import DAY_MS
 from dagster_paimon.maintenance.references import UsedFiles, collect_used, referrers
+from dagster_paimon.storage.files import FileStatus, TableFiles, delete_logged
+from dagster_paimon.storage.warehouse import table_files
 
 log = logging.getLogger(__name__)
 

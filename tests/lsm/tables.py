@@ -25,10 +25,12 @@ KEY = ("dt", "id")
 DAYS = ("2024-01-01", "2024-01-02")
 
 
-def cdc_table(warehouse: str, bucket: int = 2, **options: str):
+def cdc_table(
+    warehouse: str, bucket: int = 2, catalog_options: dict[str, str] | None = None, **options: str
+):
     """A deduplicate table whose `op` column carries each row's kind (+I, -U, +U, -D)."""
     spec = TableSpec("db", "cdc", SCHEMA, KEY, bucket, ("dt",), {"rowkind.field": "op", **options})
-    return create_table(warehouse, spec)
+    return create_table(warehouse, spec, catalog_options)
 
 
 def cdc_batch(rng: random.Random, commit: int, rows: int = 60, keys: int = 80) -> list[dict]:
@@ -58,6 +60,7 @@ def write_history(table, commits: int, seed: int = 7, model: dict | None = None)
     return model
 
 
-def compact(table, warehouse: str, **kwargs):
+def compact(table, warehouse: str, catalog_options: dict[str, str] | None = None, **kwargs):
     """Compact through the public entry point, as the CLI and Dagster do."""
-    return compact_table(table, TableRef(warehouse, "db.cdc"), **kwargs)
+    ref = TableRef(warehouse, "db.cdc", tuple(sorted((catalog_options or {}).items())))
+    return compact_table(table, ref, **kwargs)

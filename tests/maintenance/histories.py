@@ -20,13 +20,19 @@ def append(table, commit: int, rows: int = 30) -> None:
     write_with_pypaimon(table, pa.Table.from_pylist(batch, schema=SCHEMA))
 
 
-def history(warehouse: str, commits: int, compact_after: tuple[int, ...] = (), **options: str):
+def history(
+    warehouse: str,
+    commits: int,
+    compact_after: tuple[int, ...] = (),
+    catalog_options: dict[str, str] | None = None,
+    **options: str,
+):
     """A cdc table after `commits` appends, fully compacted after the listed commit numbers."""
-    table = cdc_table(warehouse, **options)
+    table = cdc_table(warehouse, catalog_options=catalog_options, **options)
     for commit in range(commits):
         append(table, commit)
         if commit in compact_after:
-            compact(table, warehouse, full=True)
+            compact(table, warehouse, catalog_options, full=True)
     return table
 
 

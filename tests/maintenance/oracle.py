@@ -26,18 +26,23 @@ class Refs:
     metadata: frozenset[str]
 
 
+def _ids(table, directory: str, prefix: str) -> list[int]:
+    """Ids of the record files in a table directory, listed through pypaimon's file IO."""
+    path = f"{table.table_path}/{directory}"
+    if not table.file_io.exists(path):
+        return []
+    names = (s.path.rstrip("/").rsplit("/", 1)[-1] for s in table.file_io.list_status(path))
+    return sorted(int(n[len(prefix) :]) for n in names if n.startswith(prefix))
+
+
 def snapshot_ids(table) -> list[int]:
-    """Snapshot ids present on disk."""
-    directory = os.path.join(table.table_path, "snapshot")
-    names = os.listdir(directory) if os.path.isdir(directory) else []
-    return sorted(int(n.split("-")[1]) for n in names if n.startswith("snapshot-"))
+    """Snapshot ids present in the store."""
+    return _ids(table, "snapshot", "snapshot-")
 
 
 def changelog_ids(table) -> list[int]:
-    """Long-lived changelog ids present on disk."""
-    directory = os.path.join(table.table_path, "changelog")
-    names = os.listdir(directory) if os.path.isdir(directory) else []
-    return sorted(int(n.split("-")[1]) for n in names if n.startswith("changelog-"))
+    """Long-lived changelog ids present in the store."""
+    return _ids(table, "changelog", "changelog-")
 
 
 def refs_of(table, snapshot) -> Refs:

@@ -15,8 +15,8 @@ from dagster_paimon.maintenance.expire import (
     expire_snapshots,
     plan_snapshot_expiry,
 )
-from dagster_paimon.maintenance.files import LocalFiles
 from dagster_paimon.maintenance.options import HOUR_MS, RetentionOverrides
+from dagster_paimon.storage.local import LocalFiles
 from dagster_paimon.table import open_catalog
 from tests.lsm.kvmodel import read_rows
 from tests.lsm.tables import compact

@@ -11,9 +11,9 @@ import pytest
 
 from dagster_paimon.errors import MaintenanceAbortedError
 from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.files import LocalFiles
 from dagster_paimon.maintenance.options import HOUR_MS, RetentionOverrides
 from dagster_paimon.maintenance.orphans import METRIC_DELETED, remove_orphans
+from dagster_paimon.storage.local import LocalFiles
 from dagster_paimon.table import open_catalog
 from tests.lsm.kvmodel import read_rows
 from tests.lsm.tables import SCHEMA, cdc_batch, compact

@@ -1,0 +1,49 @@
+"""Listing and deleting table files: what maintenance needs from any store."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+DELETE_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """One listed entry: enough to judge age and report what a deletion frees."""
+
+    path: str
+    size: int
+    mtime_ms: int
+    is_dir: bool
+
+    @property
+    def name(self) -> str:
+        """The last path component, which is how Paimon metadata names files."""
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+
+class TableFiles(Protocol):
+    """The store behind a table, as maintenance lists and deletes it."""
+
+    def list_dir(self, directory: str) -> list[FileStatus]:
+        """Direct children of a directory; a missing directory lists as empty."""
+        ...
+
+    def delete_files(self, paths: Sequence[str]) -> int:
+        """Delete files (never directories) and return how many the store reports deleted."""
+        ...
+
+
+def delete_logged(files: TableFiles, paths: Sequence[str], what: str) -> int:
+    """Delete in batches with a progress line per batch, so long deletions show movement."""
+    deleted = 0
+    for start in range(0, len(paths), DELETE_BATCH):
+        deleted += files.delete_files(paths[start : start + DELETE_BATCH])
+        if len(paths) > DELETE_BATCH:
+            log.info("deleted %d/%d %s", min(start + DELETE_BATCH, len(paths)), len(paths), what)
+    return deleted

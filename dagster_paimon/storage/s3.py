@@ -1,0 +1,315 @@
+"""An S3 warehouse through boto3: settings, specific errors, conditional PUTs, batched deletes."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from dagster_paimon.errors import (
+    AccessDeniedError,
+    BucketNotFoundError,
+    EndpointUnreachableError,
+    InvalidCredentialsError,
+    InvalidOptionError,
+    MissingCredentialsError,
+    WarehouseUnreachableError,
+)
+from dagster_paimon.storage.files import FileStatus
+
+S3_SCHEMES = ("s3", "s3a", "s3n")
+MAX_DELETE_KEYS = 1000
+LOST_RACE_CODES = ("PreconditionFailed", "ConditionalRequestConflict")
+CREDENTIAL_CODES = (
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidToken",
+    "ExpiredToken",
+    "TokenRefreshRequired",
+)
+WRONG_REGION_CODES = ("AuthorizationHeaderMalformed", "PermanentRedirect", "301")
+ACCESS_DENIED_CODES = ("AccessDenied", "AllAccessDisabled", "403")
+MISSING_BUCKET_CODES = ("NoSuchBucket",)
+
+ENDPOINT = "fs.s3.endpoint"
+REGION = "fs.s3.region"
+ACCESS_KEY_ID = "fs.s3.accessKeyId"
+SECRET_ACCESS_KEY = "fs.s3.accessKeySecret"
+SESSION_TOKEN = "fs.s3.securityToken"
+PATH_STYLE = "fs.s3.path-style-access"
+ENV = {
+    ENDPOINT: "PAIMON_S3_ENDPOINT",
+    REGION: "PAIMON_S3_REGION",
+    ACCESS_KEY_ID: "PAIMON_S3_ACCESS_KEY_ID",
+    SECRET_ACCESS_KEY: "PAIMON_S3_SECRET_ACCESS_KEY",
+    SESSION_TOKEN: "PAIMON_S3_SESSION_TOKEN",
+    PATH_STYLE: "PAIMON_S3_PATH_STYLE",
+}
+TRUE_VALUES = ("true", "1", "yes")
+FALSE_VALUES = ("false", "0", "no", "")
+
+
+def is_s3_uri(uri: str) -> bool:
+    """s3://, s3a:// and s3n:// all name objects in an S3 bucket."""
+    return urlparse(uri).scheme in S3_SCHEMES
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """(bucket, key) of an s3:// URI; the key has no leading slash."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in S3_SCHEMES or not parsed.netloc:
+        raise InvalidOptionError(f"not an S3 location with a bucket: {uri!r}")
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+def _flag(options: Mapping[str, str], key: str) -> bool:
+    """A boolean option, rejecting values that are neither true nor false."""
+    value = str(options.get(key, "")).strip().lower()
+    if value in TRUE_VALUES:
+        return True
+    if value in FALSE_VALUES:
+        return False
+    raise InvalidOptionError(f"{key} must be true or false, got {options[key]!r}")
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """How to reach an S3-compatible store; unset credentials fall back to boto3's chain."""
+
+    endpoint: str | None = None
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
+    path_style: bool = False
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> S3Settings:
+        """Read the fs.s3.* catalog options pypaimon's own S3 file IO also reads."""
+        settings = cls(
+            endpoint=options.get(ENDPOINT) or None,
+            region=options.get(REGION) or None,
+            access_key_id=options.get(ACCESS_KEY_ID) or None,
+            secret_access_key=options.get(SECRET_ACCESS_KEY) or None,
+            session_token=options.get(SESSION_TOKEN) or None,
+            path_style=_flag(options, PATH_STYLE),
+        )
+        settings.validate()
+        return settings
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> S3Settings:
+        """Settings from the PAIMON_S3_* variables the CLI and the example deployment share."""
+        return cls.from_options({key: environ[var] for key, var in ENV.items() if var in environ})
+
+    def validate(self) -> None:
+        """A key without its secret (or the reverse) is a typo, not a request for the chain."""
+        if bool(self.access_key_id) != bool(self.secret_access_key):
+            given, missing = (
+                (ACCESS_KEY_ID, SECRET_ACCESS_KEY)
+                if self.access_key_id
+                else (SECRET_ACCESS_KEY, ACCESS_KEY_ID)
+            )
+            raise MissingCredentialsError(
+                f"S3 credentials are incomplete: {given} is set but {missing} is not"
+            )
+        if self.session_token and not self.access_key_id:
+            raise MissingCredentialsError(
+                f"{SESSION_TOKEN} is set without {ACCESS_KEY_ID} and {SECRET_ACCESS_KEY}"
+            )
+
+    def catalog_options(self) -> dict[str, str]:
+        """The fs.s3.* options to hand pypaimon, only those that are set."""
+        options = {
+            ENDPOINT: self.endpoint,
+            REGION: self.region,
+            ACCESS_KEY_ID: self.access_key_id,
+            SECRET_ACCESS_KEY: self.secret_access_key,
+            SESSION_TOKEN: self.session_token,
+        }
+        result = {k: v for k, v in options.items() if v}
+        if self.path_style:
+            result[PATH_STYLE] = "true"
+        return result
+
+    def client(self, attempts: int = 5):
+        """A shared, thread-safe boto3 S3 client for these settings."""
+        return _client(self, attempts)
+
+
+_client_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=32)
+def _client(settings: S3Settings, attempts: int):
+    """Build a client once per settings: creation is slow and not thread-safe, use is both."""
+    import boto3
+    from botocore.config import Config
+
+    endpoint = settings.endpoint
+    if endpoint and "://" not in endpoint:
+        endpoint = f"https://{endpoint}"
+    config = Config(
+        s3={"addressing_style": "path" if settings.path_style else "auto"},
+        retries={"max_attempts": attempts, "mode": "standard"},
+        connect_timeout=10,
+        read_timeout=60,
+    )
+    with _client_lock:
+        return boto3.session.Session().client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name=settings.region,
+            aws_access_key_id=settings.access_key_id,
+            aws_secret_access_key=settings.secret_access_key,
+            aws_session_token=settings.session_token,
+            config=config,
+        )
+
+
+def _error_code(e: Exception) -> str:
+    """The S3 error code of a ClientError ("" for anything else)."""
+    response = getattr(e, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def specific_error(
+    e: Exception, uri: str, settings: S3Settings
+) -> WarehouseUnreachableError | None:
+    """Our error for a boto3 failure that says the warehouse cannot be reached, else None."""
+    from botocore.exceptions import (
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        PartialCredentialsError,
+    )
+
+    bucket = split_s3_uri(uri)[0]
+    where = settings.endpoint or "AWS S3"
+    if isinstance(e, (NoCredentialsError, PartialCredentialsError)):
+        return MissingCredentialsError(
+            f"no S3 credentials for {uri}: set {ACCESS_KEY_ID} and {SECRET_ACCESS_KEY} "
+            "(s3_access_key_id / s3_secret_access_key on the Dagster resource) or configure "
+            "boto3's credential chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, an instance role)"
+        )
+    if isinstance(e, (EndpointConnectionError, ConnectTimeoutError)):
+        return EndpointUnreachableError(
+            f"cannot connect to the S3 endpoint {where} for {uri}: {e}; check {ENDPOINT}"
+        )
+    code = _error_code(e)
+    if code in CREDENTIAL_CODES:
+        key = settings.access_key_id or "from boto3's credential chain"
+        return InvalidCredentialsError(
+            f"{where} rejected the S3 credentials for {uri} ({code}): check the access key "
+            f"({key}), its secret and any session token"
+        )
+    if code in MISSING_BUCKET_CODES:
+        return BucketNotFoundError(
+            f"bucket {bucket!r} does not exist on {where}; create it before using {uri}"
+        )
+    if code in WRONG_REGION_CODES:
+        return WarehouseUnreachableError(
+            f"bucket {bucket!r} is not in region {settings.region or 'us-east-1'} ({code}); "
+            f"set {REGION} to the bucket's region"
+        )
+    if code in ACCESS_DENIED_CODES:
+        return AccessDeniedError(
+            f"access denied to {uri} on {where} ({code}): the credentials are valid but may "
+            f"not list s3://{bucket}"
+        )
+    return None
+
+
+@contextmanager
+def s3_errors(uri: str, settings: S3Settings) -> Iterator[None]:
+    """Turn boto3 failures that mean 'cannot reach the warehouse' into specific errors."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except (BotoCoreError, ClientError) as e:
+        specific = specific_error(e, uri, settings)
+        if specific is None:
+            raise
+        raise specific from e
+
+
+def check_reachable(uri: str, settings: S3Settings) -> None:
+    """One LIST under the warehouse proves endpoint, credentials and bucket before any write."""
+    bucket, key = split_s3_uri(uri)
+    with s3_errors(uri, settings):
+        settings.client(attempts=2).list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+
+
+def put_if_absent(settings: S3Settings, path: str, content: str) -> bool:
+    """A conditional PUT (If-None-Match: *): S3 itself lets exactly one writer create the key."""
+    from botocore.exceptions import ClientError
+
+    bucket, key = split_s3_uri(path)
+    try:
+        with s3_errors(path, settings):
+            settings.client().put_object(
+                Bucket=bucket, Key=key, Body=content.encode("utf-8"), IfNoneMatch="*"
+            )
+    except ClientError as e:
+        if _error_code(e) in LOST_RACE_CODES:
+            return False
+        raise
+    return True
+
+
+class S3Files:
+    """Paginated listings with LastModified ages, and deletes batched into DeleteObjects."""
+
+    def __init__(self, settings: S3Settings):
+        self.settings = settings
+
+    def list_dir(self, directory: str) -> list[FileStatus]:
+        """Objects and common prefixes one level under `directory`, over every result page."""
+        bucket, key = split_s3_uri(directory)
+        prefix = f"{key.rstrip('/')}/" if key.strip("/") else ""
+        base = directory.rstrip("/")
+        result: list[FileStatus] = []
+        pages = self.settings.client().get_paginator("list_objects_v2")
+        with s3_errors(directory, self.settings):
+            for page in pages.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
+                for obj in page.get("Contents", []):
+                    name = obj["Key"][len(prefix) :]
+                    if not name:
+                        continue
+                    mtime_ms = int(obj["LastModified"].timestamp() * 1000)
+                    result.append(FileStatus(f"{base}/{name}", int(obj["Size"]), mtime_ms, False))
+                for common in page.get("CommonPrefixes", []):
+                    name = common["Prefix"][len(prefix) :].rstrip("/")
+                    result.append(FileStatus(f"{base}/{name}", 0, 0, True))
+        return result
+
+    def delete_files(self, paths: Sequence[str]) -> int:
+        """DeleteObjects per bucket, at most 1,000 keys a request; S3 counts absent keys deleted."""
+        by_bucket: dict[str, list[str]] = defaultdict(list)
+        for path in paths:
+            bucket, key = split_s3_uri(path)
+            by_bucket[bucket].append(key)
+        deleted = 0
+        client = self.settings.client()
+        for bucket, keys in by_bucket.items():
+            for start in range(0, len(keys), MAX_DELETE_KEYS):
+                batch = keys[start : start + MAX_DELETE_KEYS]
+                with s3_errors(f"s3://{bucket}/", self.settings):
+                    response = client.delete_objects(
+                        Bucket=bucket,
+                        Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+                    )
+                errors = response.get("Errors", [])
+                if errors:
+                    shown = ", ".join(f"{e['Key']} ({e.get('Code')})" for e in errors[:3])
+                    raise OSError(
+                        f"S3 refused to delete {len(errors)} of {len(batch)} objects in "
+                        f"s3://{bucket}: {shown}"
+                    )
+                deleted += len(batch)
+        return deleted
