@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from dagster_paimon.errors import (
     InvalidCredentialsError,
     InvalidOptionError,
     MissingCredentialsError,
+    UnsupportedWarehouseError,
     WarehouseUnreachableError,
 )
 from dagster_paimon.storage.files import FileStatus
@@ -245,21 +247,54 @@ def check_reachable(uri: str, settings: S3Settings) -> None:
         settings.client(attempts=2).list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
 
 
-def put_if_absent(settings: S3Settings, path: str, content: str) -> bool:
-    """A conditional PUT (If-None-Match: *): S3 itself lets exactly one writer create the key."""
+_conditional_stores: set[tuple[str | None, str]] = set()
+_conditional_lock = threading.Lock()
+
+
+def _put_new(settings: S3Settings, bucket: str, key: str, body: bytes) -> bool:
+    """PUT with If-None-Match: *; False when the store says the key already exists."""
     from botocore.exceptions import ClientError
 
-    bucket, key = split_s3_uri(path)
     try:
-        with s3_errors(path, settings):
-            settings.client().put_object(
-                Bucket=bucket, Key=key, Body=content.encode("utf-8"), IfNoneMatch="*"
-            )
+        with s3_errors(f"s3://{bucket}/{key}", settings):
+            settings.client().put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
     except ClientError as e:
         if _error_code(e) in LOST_RACE_CODES:
             return False
         raise
     return True
+
+
+def check_conditional_writes(settings: S3Settings, path: str) -> None:
+    """Prove once per process and bucket that the store refuses a second create of a key.
+
+    A store that ignores If-None-Match would let two committers both win a snapshot id.
+    """
+    bucket, key = split_s3_uri(path)
+    store = (settings.endpoint, bucket)
+    if store in _conditional_stores:
+        return
+    probe = f"{key.rsplit('/', 1)[0]}/.conditional-write-probe-{uuid.uuid4().hex}"
+    try:
+        _put_new(settings, bucket, probe, b"")
+        refused = not _put_new(settings, bucket, probe, b"")
+    finally:
+        settings.client().delete_object(Bucket=bucket, Key=probe)
+    if not refused:
+        raise UnsupportedWarehouseError(
+            f"{settings.endpoint or 'the S3 store'} ignores If-None-Match on PUT, so commits to "
+            f"s3://{bucket} could silently overwrite each other; use a store with conditional "
+            "writes (AWS S3 and recent MinIO releases support them)"
+        )
+    with _conditional_lock:
+        _conditional_stores.add(store)
+
+
+def put_if_absent(settings: S3Settings, path: str, content: str) -> bool:
+    """A conditional PUT (If-None-Match: *): S3 itself lets exactly one writer create the key."""
+    check_conditional_writes(settings, path)
+    bucket, key = split_s3_uri(path)
+    return _put_new(settings, bucket, key, content.encode("utf-8"))
 
 
 class S3Files:

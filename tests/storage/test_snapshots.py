@@ -6,6 +6,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from dagster_paimon.errors import UnsupportedWarehouseError
+from dagster_paimon.storage.s3 import S3Settings
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import TableSpec, create_table, open_table
 
@@ -30,6 +32,25 @@ def test_s3_conditional_put_refuses_the_second_writer(s3_warehouse):
     assert create_snapshot_if_absent(table.file_io, path, "first")
     assert not create_snapshot_if_absent(table.file_io, path, "second")
     assert table.file_io.read_file_utf8(path) == "first"
+
+
+@pytest.mark.s3
+def test_a_store_that_ignores_if_none_match_is_refused_before_any_snapshot(s3_warehouse):
+    uri, options = s3_warehouse
+    table = create_table(uri, TableSpec("db", "t", SCHEMA, ("id",), 1), options)
+    client = S3Settings.from_options(options).client()
+    event = "before-parameter-build.s3.PutObject"
+
+    def drop_condition(params, **_) -> None:
+        params.pop("IfNoneMatch", None)
+
+    client.meta.events.register(event, drop_condition)
+    try:
+        with pytest.raises(UnsupportedWarehouseError, match="ignores If-None-Match"):
+            create_snapshot_if_absent(table.file_io, f"{table.table_path}/snapshot/snapshot-1", "x")
+    finally:
+        client.meta.events.unregister(event, drop_condition)
+    assert table.file_io.list_status(f"{table.table_path}/snapshot") == []
 
 
 def _append_commit(uri: str, options: dict, worker: int) -> int:
