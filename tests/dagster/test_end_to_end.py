@@ -1,4 +1,12 @@
-"""The example's orders table end to end with Dagster's in-process APIs and local Spark."""
+"""The example's orders table end to end with Dagster's in-process APIs and local Spark.
+
+The warehouse resource is built as the example deployment builds it, from PAIMON_WAREHOUSE and
+the PAIMON_S3_* variables: once for a local directory, once for a bucket on the moto server.
+"""
+
+import os
+import uuid
+from collections.abc import Callable
 
 import pytest
 from dagster import DagsterInstance, Definitions, build_sensor_context, materialize
@@ -10,7 +18,10 @@ from dagster_paimon.dagster.factory import build_paimon_table_definitions
 from dagster_paimon.dagster.maintenance import build_maintenance_definitions
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.storage.s3 import ENV as S3_ENV
+from resources.warehouse import WAREHOUSE_ENV, warehouse_resource
 from tests.lsm.kvmodel import read_rows
+from tests.s3server import REGION
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -22,9 +33,48 @@ def day_rows(table, day: str) -> list[dict]:
     return sorted(rows, key=lambda r: r["order_id"])
 
 
-def test_ingest_sensor_compaction_and_maintenance(spark, warehouse):
-    warehouse_resource = PaimonWarehouse(uri=warehouse)
-    resources = {"warehouse": warehouse_resource, "pyspark": LazyPySparkResource(spark_config={})}
+def snapshot_ids(table) -> list[int]:
+    return [s.id for s in table.snapshot_manager().list_snapshots()]
+
+
+def op_config(op: str, **config) -> dict:
+    return {"ops": {op: {"config": config}}}
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def example_warehouse(request, monkeypatch) -> tuple[PaimonWarehouse, Callable[[], set[str]]]:
+    """The example's warehouse resource from its env vars, and a listing of the store's files.
+
+    The files are listed past pypaimon (os.walk, boto3), so a write that silently went to the
+    wrong place shows up as missing.
+    """
+    for var in S3_ENV.values():
+        monkeypatch.delenv(var, raising=False)
+    if request.param == "local":
+        root = request.getfixturevalue("warehouse")
+        monkeypatch.setenv(WAREHOUSE_ENV, root)
+
+        def stored() -> set[str]:
+            return {os.path.join(d, f) for d, _, files in os.walk(root) for f in files}
+
+    else:
+        s3_server = request.getfixturevalue("s3_server")
+        bucket = s3_server.create_bucket()
+        monkeypatch.setenv(WAREHOUSE_ENV, f"s3://{bucket}/warehouse")
+        monkeypatch.setenv("PAIMON_S3_ENDPOINT", s3_server.endpoint)
+        monkeypatch.setenv("PAIMON_S3_REGION", REGION)
+        monkeypatch.setenv("PAIMON_S3_ACCESS_KEY_ID", s3_server.access_key_id)
+        monkeypatch.setenv("PAIMON_S3_SECRET_ACCESS_KEY", s3_server.secret_access_key)
+
+        def stored() -> set[str]:
+            return {f"s3://{bucket}/{key}" for key in s3_server.keys(bucket)}
+
+    return warehouse_resource(), stored
+
+
+def test_ingest_sensor_compaction_and_maintenance(spark, example_warehouse):
+    warehouse, stored = example_warehouse
+    resources = {"warehouse": warehouse, "pyspark": LazyPySparkResource(spark_config={})}
     table_defs = Definitions.merge(
         build_paimon_table_definitions(ORDERS, orders_feed), Definitions(resources=resources)
     )
@@ -36,7 +86,7 @@ def test_ingest_sensor_compaction_and_maintenance(spark, warehouse):
         for _ in range(times):
             result = materialize([ingest], partition_key=day, instance=instance)
             assert result.success
-    table = warehouse_resource.open_table(ORDERS.identifier)
+    table = warehouse.open_table(ORDERS.identifier)
     for day in INGESTS:
         assert day_rows(table, day) == expected_orders(day)
 
@@ -50,7 +100,7 @@ def test_ingest_sensor_compaction_and_maintenance(spark, warehouse):
             [compaction],
             partition_key=request.partition_key,
             instance=instance,
-            run_config={"ops": {"shop__orders__compaction": {"config": {"executor": executor}}}},
+            run_config=op_config("shop__orders__compaction", executor=executor),
         )
         assert result.success
     trigger = ORDERS.compaction_options.num_sorted_run_compaction_trigger
@@ -61,7 +111,31 @@ def test_ingest_sensor_compaction_and_maintenance(spark, warehouse):
     maintenance = Definitions.merge(
         build_maintenance_definitions(ORDERS), Definitions(resources=resources)
     )
-    for job in ("shop_orders_expire_snapshots", "shop_orders_compact_manifests"):
-        assert maintenance.resolve_job_def(job).execute_in_process(instance=instance).success
+
+    def run_job(name: str, **config) -> None:
+        job = maintenance.resolve_job_def(f"shop_orders_{name}")
+        run_config = op_config(f"shop_orders_{name}_op", **config)
+        assert job.execute_in_process(run_config=run_config, instance=instance).success
+
+    # keep only the last two snapshots, however young: the compacted-away files go with the rest
+    before = snapshot_ids(table)
+    run_job("expire_snapshots", retain_min=1, retain_max=2)
+    assert len(before) > 2
+    assert snapshot_ids(table) == before[-2:]
+
+    run_job("compact_manifests")
+
+    # a data file no snapshot references, as a crashed writer leaves behind; orphans must be
+    # older than the cutoff, and this one is older than a millisecond by the time the job lists
+    stray = f"{table.table_path}/dt=2024-01-01/bucket-0/data-{uuid.uuid4()}-0.parquet"
+    table.file_io.write_file(stray, "x", overwrite=False)
+    files = stored()
+    assert stray in files
+    run_job("remove_orphans", older_than="1 ms")
+    assert not table.file_io.exists(stray)
+    assert stored() == files - {stray}
+
     for day in INGESTS:
         assert day_rows(table, day) == expected_orders(day)
+    latest = snapshot_ids(table)[-1]
+    assert f"{warehouse.uri}/shop.db/orders/snapshot/snapshot-{latest}" in stored()
