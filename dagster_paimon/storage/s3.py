@@ -51,6 +51,22 @@ ENV = {
     SESSION_TOKEN: "PAIMON_S3_SESSION_TOKEN",
     PATH_STYLE: "PAIMON_S3_PATH_STYLE",
 }
+# pypaimon's S3 file IO also accepts these spellings; ours must read exactly what it reads
+OPTION_PREFIXES = ("fs.s3.", "s3.", "fs.s3a.", "s3a.")
+OPTION_NAMES = {
+    ENDPOINT: ("endpoint",),
+    REGION: ("region",),
+    ACCESS_KEY_ID: ("accessKeyId", "access-key", "access.key"),
+    SECRET_ACCESS_KEY: ("accessKeySecret", "secret-key", "secret.key"),
+    SESSION_TOKEN: (
+        "securityToken",
+        "session-token",
+        "session.token",
+        "security-token",
+        "security.token",
+    ),
+    PATH_STYLE: ("path-style-access", "path.style.access"),
+}
 TRUE_VALUES = ("true", "1", "yes")
 FALSE_VALUES = ("false", "0", "no", "")
 
@@ -68,14 +84,24 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return parsed.netloc, parsed.path.lstrip("/")
 
 
+def _option(options: Mapping[str, str], key: str) -> str | None:
+    """The first set spelling of an S3 option, in the order pypaimon looks for them."""
+    for name in OPTION_NAMES[key]:
+        for prefix in OPTION_PREFIXES:
+            value = options.get(prefix + name)
+            if value:
+                return str(value)
+    return None
+
+
 def _flag(options: Mapping[str, str], key: str) -> bool:
     """A boolean option, rejecting values that are neither true nor false."""
-    value = str(options.get(key, "")).strip().lower()
+    value = (_option(options, key) or "").strip().lower()
     if value in TRUE_VALUES:
         return True
     if value in FALSE_VALUES:
         return False
-    raise InvalidOptionError(f"{key} must be true or false, got {options[key]!r}")
+    raise InvalidOptionError(f"{key} must be true or false, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -91,13 +117,13 @@ class S3Settings:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> S3Settings:
-        """Read the fs.s3.* catalog options pypaimon's own S3 file IO also reads."""
+        """Read the S3 catalog options, in every spelling pypaimon's own S3 file IO reads."""
         settings = cls(
-            endpoint=options.get(ENDPOINT) or None,
-            region=options.get(REGION) or None,
-            access_key_id=options.get(ACCESS_KEY_ID) or None,
-            secret_access_key=options.get(SECRET_ACCESS_KEY) or None,
-            session_token=options.get(SESSION_TOKEN) or None,
+            endpoint=_option(options, ENDPOINT),
+            region=_option(options, REGION),
+            access_key_id=_option(options, ACCESS_KEY_ID),
+            secret_access_key=_option(options, SECRET_ACCESS_KEY),
+            session_token=_option(options, SESSION_TOKEN),
             path_style=_flag(options, PATH_STYLE),
         )
         settings.validate()

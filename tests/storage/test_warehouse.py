@@ -148,6 +148,21 @@ def test_path_style_must_be_a_boolean():
         S3Settings.from_options({"fs.s3.path-style-access": "sometimes"})
 
 
+def test_settings_read_every_spelling_pypaimon_reads():
+    settings = S3Settings.from_options(
+        {
+            "s3a.endpoint": "http://minio:9000",
+            "fs.s3a.region": "eu-west-1",
+            "s3.access-key": "AKIA",
+            "fs.s3.secret.key": "secret",
+            "s3.session-token": "token",
+            "fs.s3a.path.style.access": "TRUE",
+        }
+    )
+    assert settings == S3Settings("http://minio:9000", "eu-west-1", "AKIA", "secret", "token", True)
+    assert S3Settings.from_options(settings.catalog_options()) == settings
+
+
 def test_uris_pick_their_warehouse(tmp_path):
     assert isinstance(warehouse_for(str(tmp_path)), LocalWarehouse)
     assert isinstance(warehouse_for(f"file://{tmp_path}"), LocalWarehouse)
