@@ -241,13 +241,13 @@ def specific_error(
         )
     if code in WRONG_REGION_CODES:
         return WarehouseUnreachableError(
-            f"bucket {bucket!r} is not in region {settings.region or 'us-east-1'} ({code}); "
+            f"bucket {bucket!r} is not in region {settings.region or '(default)'} ({code}); "
             f"set {REGION} to the bucket's region"
         )
     if code in ACCESS_DENIED_CODES:
         return AccessDeniedError(
-            f"access denied to {uri} on {where} ({code}): the credentials are valid but may "
-            f"not list s3://{bucket}"
+            f"access denied to {uri} on {where} ({code}): the credentials are valid but not "
+            "allowed this request; the warehouse needs list, read, write and delete on its prefix"
         )
     return None
 

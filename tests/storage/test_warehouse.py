@@ -122,7 +122,7 @@ def test_valid_keys_without_list_permission_are_access_denied(s3_server, bucket)
         "fs.s3.accessKeySecret": key["SecretAccessKey"],
     }
     message = refused(s3_server, bucket, options, AccessDeniedError)
-    assert "may not list" in message
+    assert "credentials are valid but not allowed" in message
 
 
 def test_opening_an_existing_table_with_bad_keys_fails_the_same_way(s3_warehouse):
