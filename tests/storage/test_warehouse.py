@@ -172,12 +172,16 @@ def test_uris_pick_their_warehouse(tmp_path):
         warehouse_for("hdfs://namenode/warehouse")
 
 
-def test_cli_reports_bad_keys_in_one_line(s3_server, bucket, monkeypatch, capsys):
-    monkeypatch.setenv("PAIMON_S3_ENDPOINT", s3_server.endpoint)
-    monkeypatch.setenv("PAIMON_S3_REGION", REGION)
+def test_cli_flags_override_the_env_and_bad_keys_fail_in_one_line(
+    s3_server, bucket, monkeypatch, capsys
+):
+    monkeypatch.setenv("PAIMON_S3_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setenv("PAIMON_S3_ACCESS_KEY_ID", "AKIAWRONGKEY")
     monkeypatch.setenv("PAIMON_S3_SECRET_ACCESS_KEY", "wrong")
-    code = main(["health", "--warehouse", f"s3://{bucket}/warehouse", "--table", "db.t"])
+    code = main(
+        ["health", "--warehouse", f"s3://{bucket}/warehouse", "--table", "db.t",
+         "--s3-endpoint", s3_server.endpoint, "--s3-region", REGION, "--s3-path-style"]
+    )  # fmt: skip
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err.count("\n") == 0 and "rejected the S3 credentials" in err
