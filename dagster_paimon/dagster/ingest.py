@@ -78,7 +78,7 @@ def build_ingest_asset(
         warehouse: PaimonWarehouse,
         pyspark: ResourceParam[Any],
     ) -> MaterializeResult:
-        table = warehouse.create_table(spec.table_spec)
+        table = warehouse.create_table(spec)
         spark = pyspark.spark_session
         register(spark)
         report = ingest_dataframe(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import pyarrow as pa
 from dagster import AssetKey, PartitionsDefinition
 
 from dagster_paimon.lsm.options import CompactionOptions
@@ -15,20 +14,13 @@ PartitionMapping = Callable[[str], Mapping[str, str]]
 
 
 @dataclass(frozen=True)
-class PaimonTableSpec:
+class PaimonTableSpec(TableSpec):
     """Everything the asset factory needs to know about one primary-key table.
 
     The sensor thresholds default to the table's `num-sorted-run.compaction-trigger` and
     `compaction.max-size-amplification-percent`; set them to compact earlier or later.
     """
 
-    database: str
-    name: str
-    schema: pa.Schema
-    primary_keys: tuple[str, ...]
-    bucket: int
-    partition_keys: tuple[str, ...] = ()
-    options: Mapping[str, str] = field(default_factory=dict)
     partitions_def: PartitionsDefinition | None = None
     partition_mapping: PartitionMapping | None = None
     description: str | None = None
@@ -46,24 +38,6 @@ class PaimonTableSpec:
                 f"{self.identifier}: give partition_mapping to map a Dagster partition key "
                 f"onto the Paimon partition keys {list(self.partition_keys)}"
             )
-
-    @property
-    def identifier(self) -> str:
-        """'db.table'."""
-        return f"{self.database}.{self.name}"
-
-    @property
-    def table_spec(self) -> TableSpec:
-        """The library's spec, used to create and validate the table."""
-        return TableSpec(
-            self.database,
-            self.name,
-            self.schema,
-            tuple(self.primary_keys),
-            self.bucket,
-            tuple(self.partition_keys),
-            dict(self.options),
-        )
 
     @property
     def compaction_options(self) -> CompactionOptions:

@@ -69,7 +69,7 @@ def sensor_tick(sensor, resource, instance, cursor=None):
 
 
 def test_sensor_requests_exactly_the_unhealthy_partitions_then_nothing(warehouse_resource):
-    table = warehouse_resource.create_table(SPEC.table_spec)
+    table = warehouse_resource.create_table(SPEC)
     write_day(table, "2024-01-01", 5)
     write_day(table, "2024-01-02", 2)
     write_day(table, "2024-01-03", 4)
@@ -99,7 +99,7 @@ def test_sensor_requests_exactly_the_unhealthy_partitions_then_nothing(warehouse
 
 
 def test_compaction_asset_records_metrics_and_keeps_rows(warehouse_resource):
-    table = warehouse_resource.create_table(SPEC.table_spec)
+    table = warehouse_resource.create_table(SPEC)
     write_day(table, "2024-01-02", 4)
     before = sorted_rows(read_rows(table), ("dt", "id"))
     result = materialize(
@@ -119,7 +119,7 @@ def test_compaction_asset_records_metrics_and_keeps_rows(warehouse_resource):
 def test_health_check_warns_then_fails_with_more_sorted_runs(warehouse_resource):
     from dagster_paimon.dagster.checks import evaluate_health
 
-    table = warehouse_resource.create_table(SPEC.table_spec)
+    table = warehouse_resource.create_table(SPEC)
     write_day(table, "2024-01-01", 2)
     health = read_levels(table).health()
     assert evaluate_health(health, trigger=3, stop=6, max_amp=10_000).passed
@@ -134,7 +134,7 @@ def test_health_check_warns_then_fails_with_more_sorted_runs(warehouse_resource)
 
 
 def test_health_check_definition_runs_against_the_table(warehouse_resource):
-    table = warehouse_resource.create_table(SPEC.table_spec)
+    table = warehouse_resource.create_table(SPEC)
     write_day(table, "2024-01-01", 5)
     check = build_lsm_health_check(SPEC)
     evaluation = check(build_op_context(resources={"warehouse": warehouse_resource}))
@@ -151,7 +151,7 @@ def test_corrupt_cursor_starts_fresh():
 def test_spec_thresholds_override_the_table_options(warehouse_resource):
     from dataclasses import replace
 
-    table = warehouse_resource.create_table(SPEC.table_spec)
+    table = warehouse_resource.create_table(SPEC)
     write_day(table, "2024-01-01", 3)
     instance = DagsterInstance.ephemeral()
     lenient = build_compaction_sensor(

@@ -23,7 +23,7 @@ SPEC = PaimonTableSpec(
 
 def test_every_maintenance_job_runs_and_records_metrics(warehouse):
     resource = PaimonWarehouse(uri=warehouse)
-    table = resource.create_table(SPEC.table_spec)
+    table = resource.create_table(SPEC)
     for c in range(6):
         rows = [{"id": i, "v": f"{c}"} for i in range(c * 5, c * 5 + 20)]
         write_with_pypaimon(table, pa.Table.from_pylist(rows, schema=SCHEMA))
