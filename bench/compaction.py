@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dagster_paimon.lsm.levels import read_levels
-from dagster_paimon.lsm.rewrite import data_file_path
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.compaction.task import data_file_path
 from dagster_paimon.table import TableSpec, create_table, open_table
 
 IDENT = "bench.lineitem"
@@ -163,8 +163,8 @@ def compact_in_child(warehouse: str) -> dict:
     """Run our full compaction in a fresh process so its peak RSS is its own."""
     code = (
         "import json,sys,time;"
-        "from dagster_paimon.lsm.compact import compact_table;"
-        "from dagster_paimon.lsm.rewrite import TableRef;"
+        "from dagster_paimon.lsm.compaction.compact import compact_table;"
+        "from dagster_paimon.lsm.compaction.task import TableRef;"
         "from dagster_paimon.table import open_table;"
         f"t=open_table({warehouse!r},{IDENT!r});t0=time.perf_counter();"
         f"r=compact_table(t,TableRef({warehouse!r},{IDENT!r}),full=True);"

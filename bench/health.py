@@ -18,7 +18,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableSpec, create_table
 
 PARTITIONS = 10

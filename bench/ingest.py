@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableSpec, create_table
 
 KEY = ("l_orderkey", "l_linenumber")

@@ -19,8 +19,8 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dagster_paimon.lsm.compact import compact_table
-from dagster_paimon.lsm.rewrite import TableRef
+from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction.task import TableRef
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.options import RetentionOverrides

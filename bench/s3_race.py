@@ -7,7 +7,7 @@ one moto server on loopback. N spawned processes each open the table, write 10 d
 with pypaimon's writer, wait for a common wall-clock start time, then commit:
   pypaimon:        `BatchTableCommit.commit` (snapshot-N via exists? + temp write + rename,
                    which on S3 is copy + delete: no atomic create-if-absent)
-  dagster-paimon:  `dagster_paimon.lsm.commit.commit_snapshot` (snapshot-N via a conditional
+  dagster-paimon:  `dagster_paimon.commit.producer.commit_snapshot` (snapshot-N via a conditional
                    PUT `If-None-Match: *`, so S3 lets exactly one committer create it)
 Then reads the table fresh and counts commits that reported success, snapshots, rows read, and
 successful commits whose rows are missing (silently lost).
@@ -80,7 +80,7 @@ def _warm_up() -> None:
     logging.getLogger("dagster_paimon").setLevel(logging.ERROR)
     import pypaimon.manifest.schema.manifest_entry  # noqa: F401
 
-    import dagster_paimon.lsm.commit  # noqa: F401
+    import dagster_paimon.commit.producer  # noqa: F401
 
 
 def _ready(_: int) -> None:
@@ -117,7 +117,7 @@ def _commit_ours(table, worker: int, start_at: float) -> float:
     from pypaimon.manifest.schema.manifest_entry import ManifestEntry
     from pypaimon.table.row.generic_row import GenericRow
 
-    from dagster_paimon.lsm.commit import ADD, CommitRequest, commit_snapshot
+    from dagster_paimon.commit.producer import ADD, CommitRequest, commit_snapshot
 
     writer = table.new_batch_write_builder().new_write()
     try:

@@ -21,14 +21,14 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.lsm.compact import (
+from dagster_paimon.lsm.compaction.compact import (
     CompactionPlan,
     CompactionReport,
     compact_table,
     plan_table_compaction,
 )
-from dagster_paimon.lsm.levels import TableHealth, read_levels
-from dagster_paimon.lsm.rewrite import TableRef
+from dagster_paimon.lsm.model.levels import TableHealth, read_levels
+from dagster_paimon.lsm.compaction.task import TableRef
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.options import DAY_MS, RetentionOverrides, parse_duration_ms

@@ -5,7 +5,7 @@ from dagster import AssetCheckResult, AssetChecksDefinition, AssetCheckSeverity,
 from dagster_paimon.dagster.metadata import health_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.levels import TableHealth, read_levels
+from dagster_paimon.lsm.model.levels import TableHealth, read_levels
 
 LSM_HEALTH_CHECK = "lsm_health"
 

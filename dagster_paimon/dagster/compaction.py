@@ -15,8 +15,8 @@ from pydantic import Field
 from dagster_paimon.dagster.metadata import health_metadata, metadata_values
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.compact import compact_table
-from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.model.levels import read_levels
 
 
 class CompactionConfig(Config):

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from dagster_paimon.dagster.metadata import column_schema, health_metadata, metadata_values
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.spark.ingest import ingest_dataframe
 from dagster_paimon.spark.source import register
 

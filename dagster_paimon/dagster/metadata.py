@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 from dagster import MetadataValue, TableColumn, TableSchema
 
-from dagster_paimon.lsm.levels import TableHealth
+from dagster_paimon.lsm.model.levels import TableHealth
 
 
 def column_schema(schema: pa.Schema, primary_keys: tuple[str, ...] = ()) -> TableSchema:

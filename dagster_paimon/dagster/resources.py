@@ -6,7 +6,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.lsm.rewrite import TableRef
+from dagster_paimon.lsm.compaction.task import TableRef
 from dagster_paimon.storage.s3 import S3Settings
 from dagster_paimon.table import TableSpec, create_table, open_table
 

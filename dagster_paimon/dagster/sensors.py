@@ -23,7 +23,7 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.lsm.levels import BucketHealth, TableLevels, read_levels
+from dagster_paimon.lsm.model.levels import BucketHealth, TableLevels, read_levels
 
 IN_FLIGHT = [
     DagsterRunStatus.QUEUED,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dagster import AssetKey, PartitionsDefinition
 
-from dagster_paimon.lsm.options import CompactionOptions
+from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.table import TableSpec
 
 PartitionMapping = Callable[[str], Mapping[str, str]]

@@ -24,7 +24,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import CommitConflictError, CorruptMetadataError
-from dagster_paimon.lsm.commit import (
+from dagster_paimon.commit.producer import (
     ADD,
     COMPACT,
     CommitRequest,

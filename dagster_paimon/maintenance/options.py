@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pypaimon.common.memory_size import MemorySize
 from pypaimon.common.time_utils import parse_duration
 
-from dagster_paimon.lsm.options import (
+from dagster_paimon.lsm.model.options import (
     CHANGELOG_PRODUCER,
     CHANGELOG_PRODUCERS,
     _at_least,

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql import SparkSession
 
-from dagster_paimon.lsm.executor import discard_results
-from dagster_paimon.lsm.rewrite import CompactResult, CompactTask, TableRef, run_task
+from dagster_paimon.lsm.compaction.executor import discard_results
+from dagster_paimon.lsm.compaction.task import CompactResult, CompactTask, TableRef, run_task
 
 log = logging.getLogger(__name__)
 

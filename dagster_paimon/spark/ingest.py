@@ -27,11 +27,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 
 from dagster_paimon import errors
-from dagster_paimon.lsm.commit import ADD
-from dagster_paimon.lsm.kv import trimmed_primary_keys, value_schema
-from dagster_paimon.spark.bucket import binary_row_hashes, buckets_of, fixed_bucket_count
-from dagster_paimon.spark.commit import find_commit
-from dagster_paimon.spark.schema import (
+from dagster_paimon.commit.producer import ADD
+from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
+from dagster_paimon.ingest.bucket import binary_row_hashes, buckets_of, fixed_bucket_count
+from dagster_paimon.ingest.commit import find_commit
+from dagster_paimon.ingest.layout import (
     BUCKET_COLUMN,
     ORDINAL_COLUMN,
     cast_column,

@@ -10,12 +10,12 @@ from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql.datasource import InputPartition
 
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.lsm.kv import key_columns
-from dagster_paimon.lsm.levels import Levels, read_levels
-from dagster_paimon.lsm.merge import MergeEngine, merge_sorted_runs
-from dagster_paimon.lsm.options import DELETION_VECTORS, CompactionOptions
-from dagster_paimon.lsm.rewrite import OUTPUT_BATCH_ROWS, READ_BUFFER_ROWS, read_run
-from dagster_paimon.lsm.runs import LevelSortedRun
+from dagster_paimon.io.kv import key_columns
+from dagster_paimon.lsm.model.levels import Levels, read_levels
+from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
+from dagster_paimon.lsm.model.options import DELETION_VECTORS, CompactionOptions
+from dagster_paimon.lsm.compaction.task import OUTPUT_BATCH_ROWS, READ_BUFFER_ROWS, read_run
+from dagster_paimon.lsm.model.runs import LevelSortedRun
 
 
 class BucketSplit(InputPartition):

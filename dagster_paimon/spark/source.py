@@ -32,13 +32,13 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
-from dagster_paimon.lsm.kv import value_schema
-from dagster_paimon.lsm.levels import read_levels
-from dagster_paimon.lsm.options import CHANGELOG_PRODUCER, CompactionOptions
-from dagster_paimon.lsm.rewrite import TableRef
-from dagster_paimon.spark.bucket import fixed_bucket_count
-from dagster_paimon.spark.commit import commit_ingest, discard_writes, find_commit
-from dagster_paimon.spark.level0 import (
+from dagster_paimon.io.kv import value_schema
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.model.options import CHANGELOG_PRODUCER, CompactionOptions
+from dagster_paimon.lsm.compaction.task import TableRef
+from dagster_paimon.ingest.bucket import fixed_bucket_count
+from dagster_paimon.ingest.commit import commit_ingest, discard_writes, find_commit
+from dagster_paimon.ingest.level0 import (
     SEQUENCE_STRIDE,
     BucketKey,
     BucketWrite,
@@ -52,7 +52,7 @@ from dagster_paimon.spark.read import (
     plan_splits,
     read_split,
 )
-from dagster_paimon.spark.schema import WriteLayout, plan_write_layout
+from dagster_paimon.ingest.layout import WriteLayout, plan_write_layout
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from dagster_paimon.dagster.compaction import build_compaction_asset
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.sensors import SensorCursor, build_compaction_sensor
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.model.levels import read_levels
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
 

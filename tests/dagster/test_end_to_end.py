@@ -17,7 +17,7 @@ from assets.shop import ORDERS, orders_feed
 from dagster_paimon.dagster.factory import build_paimon_table_definitions
 from dagster_paimon.dagster.maintenance import build_maintenance_definitions
 from dagster_paimon.dagster.resources import PaimonWarehouse
-from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.storage.s3 import ENV as S3_ENV
 from resources.warehouse import WAREHOUSE_ENV, warehouse_resource
 from tests.lsm.kvmodel import read_rows

@@ -6,7 +6,7 @@ from dagster import DagsterInstance, Definitions
 from dagster_paimon.dagster.maintenance import build_maintenance_definitions
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.model.levels import read_levels
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
 

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from dagster_paimon.errors import MergeError
-from dagster_paimon.lsm.merge import MergeEngine, merge_sorted_runs
+from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
 
 SEQ, KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
 RETRACT_KINDS = (1, 3)

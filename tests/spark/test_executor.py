@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from dagster_paimon.lsm.commit import commit_compaction
-from dagster_paimon.lsm.compact import compact_table, plan_table_compaction, tasks_of
-from dagster_paimon.lsm.executor import LocalExecutor
-from dagster_paimon.lsm.levels import read_levels
-from dagster_paimon.lsm.rewrite import TableRef
+from dagster_paimon.commit.producer import commit_compaction
+from dagster_paimon.lsm.compaction.compact import compact_table, plan_table_compaction, tasks_of
+from dagster_paimon.lsm.compaction.executor import LocalExecutor
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.compaction.task import TableRef
 from dagster_paimon.spark.executor import SparkExecutor
 from dagster_paimon.spark.ingest import ingest_dataframe
 from dagster_paimon.spark.session import activate

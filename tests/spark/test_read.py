@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dagster_paimon.lsm.levels import read_levels
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import create_table
 from tests.conftest import orders_spec
 from tests.lsm.kvmodel import read_rows, sorted_rows

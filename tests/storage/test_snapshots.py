@@ -58,7 +58,7 @@ def _append_commit(uri: str, options: dict, worker: int) -> int:
     from pypaimon.manifest.schema.manifest_entry import ManifestEntry
     from pypaimon.table.row.generic_row import GenericRow
 
-    from dagster_paimon.lsm.commit import ADD, CommitRequest, commit_snapshot
+    from dagster_paimon.commit.producer import ADD, CommitRequest, commit_snapshot
 
     table = open_table(uri, "db.race", options)
     write = table.new_batch_write_builder().new_write()

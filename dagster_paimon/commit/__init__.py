@@ -1,0 +1,1 @@
+"""Snapshot commits: one producer per operation, conflict checks, retry, "did my commit land"."""

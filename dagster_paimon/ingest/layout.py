@@ -1,0 +1,178 @@
+"""What a DataFrame must look like to be written into a table, and how its batches are cast."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pypaimon.schema.table_schema import TableSchema
+
+from dagster_paimon.errors import SchemaMismatchError
+from dagster_paimon.io.kv import value_schema
+
+ROW_KIND_COLUMN = "_row_kind"
+ROW_KIND_OPTION = "rowkind.field"
+HIDDEN_PREFIX = "__paimon_"
+BUCKET_COLUMN = HIDDEN_PREFIX + "bucket"
+ORDINAL_COLUMN = HIDDEN_PREFIX + "ordinal"
+
+_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+@dataclass(frozen=True)
+class WriteLayout:
+    """How input columns map onto a table: its columns, where row kinds come from, hidden columns.
+
+    `prepared` means the input carries the bucket of each row and is distributed so that every
+    bucket is in one Spark partition, sorted by key in input order (see `ingest.distribute`).
+    """
+
+    target: pa.Schema
+    primary_keys: tuple[str, ...]
+    row_kind_column: str | None
+    prepared: bool
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _is_bytes(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+
+
+def compatible(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether every value of `source` converts to `target` without loss (bar time truncation).
+
+    Integers and floats may widen, decimals may gain integer digits and scale, integers may
+    become decimals wide enough for them, timestamps may change precision but not time-zone
+    semantics. Nested types follow the same rules element by element.
+    """
+    if source.equals(target) or pa.types.is_null(source):
+        return True
+    if _is_text(source) or _is_text(target):
+        return _is_text(source) and _is_text(target)
+    if _is_bytes(source) or _is_bytes(target):
+        return _is_bytes(source) and _is_bytes(target) and not pa.types.is_fixed_size_binary(target)
+    if pa.types.is_signed_integer(source):
+        if pa.types.is_signed_integer(target):
+            return source.bit_width <= target.bit_width
+        if pa.types.is_decimal(target):
+            return _INTEGER_DIGITS[source.bit_width] <= target.precision - target.scale
+        return False
+    if pa.types.is_float32(source):
+        return pa.types.is_float64(target)
+    if pa.types.is_decimal(source) and pa.types.is_decimal(target):
+        return (
+            source.scale <= target.scale
+            and source.precision - source.scale <= target.precision - target.scale
+        )
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
+        return (source.tz is None) == (target.tz is None)
+    if pa.types.is_list(source) and pa.types.is_list(target):
+        return compatible(source.value_type, target.value_type)
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        return compatible(source.key_type, target.key_type) and compatible(
+            source.item_type, target.item_type
+        )
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        if [f.name for f in source] != [f.name for f in target]:
+            return False
+        return all(compatible(s.type, t.type) for s, t in zip(source, target, strict=True))
+    return False
+
+
+def _hint(source: pa.DataType, target: pa.DataType) -> str:
+    """A pointer to the usual fix for the common timestamp mix-up."""
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
+        wanted = "timestamp_ntz" if target.tz is None else "timestamp"
+        return f" (cast it to {wanted})"
+    return ""
+
+
+def row_kind_source(schema: TableSchema) -> str | None:
+    """The table column named by `rowkind.field`, if the table takes row kinds from one."""
+    name = schema.options.get(ROW_KIND_OPTION)
+    return str(name) if name else None
+
+
+def plan_write_layout(schema: TableSchema, source: pa.Schema) -> WriteLayout:
+    """Check input columns against the table; every problem is reported in one error."""
+    target = value_schema(schema)
+    names = source.names
+    problems: list[str] = []
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        problems.append(f"duplicate columns {duplicates}")
+    kind_field = row_kind_source(schema)
+    hidden = [n for n in names if n.startswith(HIDDEN_PREFIX)]
+    prepared = set(hidden) == {BUCKET_COLUMN, ORDINAL_COLUMN}
+    if hidden and not prepared:
+        problems.append(
+            f"columns {hidden} use the reserved prefix {HIDDEN_PREFIX!r} "
+            f"(only {BUCKET_COLUMN!r} with {ORDINAL_COLUMN!r}, as ingest.distribute adds them)"
+        )
+    missing = [n for n in target.names if n not in names]
+    if missing:
+        problems.append(f"missing columns {missing}")
+    extra = [
+        n
+        for n in names
+        if n not in target.names and n != ROW_KIND_COLUMN and not n.startswith(HIDDEN_PREFIX)
+    ]
+    if extra:
+        problems.append(f"columns {extra} are not in the table")
+    row_kind = kind_field
+    if ROW_KIND_COLUMN in names:
+        if kind_field is not None:
+            problems.append(
+                f"the table takes row kinds from its column {kind_field!r} ('{ROW_KIND_OPTION}'); "
+                f"drop the {ROW_KIND_COLUMN!r} column"
+            )
+        elif not _is_text(source.field(ROW_KIND_COLUMN).type):
+            have = source.field(ROW_KIND_COLUMN).type
+            problems.append(f"{ROW_KIND_COLUMN!r} must be a string column, got {have}")
+        row_kind = ROW_KIND_COLUMN
+    if kind_field in target.names and not _is_text(target.field(kind_field).type):
+        problems.append(f"'{ROW_KIND_OPTION}' column {kind_field!r} is not a string column")
+    for field in target:
+        if field.name not in names:
+            continue
+        have = source.field(field.name).type
+        if not compatible(have, field.type):
+            problems.append(
+                f"column {field.name!r} is {have}, the table wants {field.type}"
+                + _hint(have, field.type)
+            )
+    if prepared and not pa.types.is_int32(source.field(BUCKET_COLUMN).type):
+        problems.append(f"{BUCKET_COLUMN!r} must be an int column")
+    if problems:
+        raise SchemaMismatchError("cannot write this data into the table: " + "; ".join(problems))
+    return WriteLayout(target, tuple(schema.primary_keys), row_kind, prepared)
+
+
+def cast_column(column: pa.Array, target: pa.DataType) -> pa.Array:
+    """A column in the table's type; finer time units are truncated as Paimon's writers do."""
+    if column.type.equals(target):
+        return column
+    return pc.cast(column, options=pc.CastOptions(target, allow_time_truncate=True))
+
+
+def to_table_types(batch: pa.RecordBatch, layout: WriteLayout) -> pa.RecordBatch:
+    """The table's columns of a batch, in table order and types; NOT NULL columns checked."""
+    columns = []
+    for field in layout.target:
+        column = cast_column(batch.column(field.name), field.type)
+        if column.null_count and field.name in layout.primary_keys:
+            raise SchemaMismatchError(
+                f"primary key column {field.name!r} is null in {column.null_count} rows; "
+                "primary keys can never be null"
+            )
+        if column.null_count and not field.nullable:
+            raise SchemaMismatchError(
+                f"column {field.name!r} is NOT NULL in the table but null in "
+                f"{column.null_count} rows"
+            )
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=layout.target)

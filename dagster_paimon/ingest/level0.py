@@ -1,0 +1,286 @@
+"""Level-0 files of one Spark task: buffer rows, number them, fold each key, roll parquet files.
+
+This is Paimon's writer path (MergeTreeWriter flushing its write buffer) for a batch job: rows are
+buffered up to `write-buffer-size`, then each (partition, bucket) of the buffer gets sequence
+numbers in input order, continuing from the bucket's maximum, is sorted by key, folded to one
+record per key by the table's merge engine, and written as level-0 files (file source APPEND).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pypaimon.common.memory_size import MemorySize
+from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.io.kv import SEQUENCE_NUMBER, key_columns, kv_schema, trimmed_primary_keys
+from dagster_paimon.lsm.model.levels import TableLevels
+from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
+from dagster_paimon.lsm.compaction.task import (
+    APPEND_FILE_SOURCE,
+    OUTPUT_BATCH_ROWS,
+    RollingWriter,
+    delete_files,
+)
+from dagster_paimon.ingest.bucket import assign_buckets, fixed_bucket_count
+from dagster_paimon.ingest.rowkinds import RowKindFilter, parse_row_kinds
+from dagster_paimon.ingest.layout import BUCKET_COLUMN, WriteLayout, to_table_types
+
+log = logging.getLogger(__name__)
+
+SEQUENCE_STRIDE = 1 << 32
+DEFAULT_WRITE_BUFFER = "256 mb"
+RUN_BATCH_ROWS = 256 * 1024
+
+BucketKey = tuple[tuple, int]
+
+
+@dataclass(frozen=True)
+class BucketWrite:
+    """Level-0 files one task wrote into one bucket, and the sequence numbers it used."""
+
+    partition: tuple
+    bucket: int
+    files: tuple[DataFileMeta, ...]
+    first_sequence: int
+    last_sequence: int
+
+
+def max_sequences(levels: TableLevels) -> dict[BucketKey, int]:
+    """Each bucket's largest sequence number: its next writer continues from there (-1 empty)."""
+    return {
+        (tuple(b.partition_values), b.bucket): max(
+            (f.max_sequence_number for f in b.levels.all_files()), default=-1
+        )
+        for b in levels.buckets
+    }
+
+
+def write_buffer_bytes(options: Mapping[str, str]) -> int:
+    """Paimon's `write-buffer-size`: rows a task holds before flushing level-0 files."""
+    text = str(options.get("write-buffer-size", DEFAULT_WRITE_BUFFER))
+    try:
+        return MemorySize.parse(text).get_bytes()
+    except ValueError as e:
+        raise InvalidOptionError(f"table option 'write-buffer-size' is {text!r}: {e}") from e
+
+
+def sorted_by(table: pa.Table, columns: list[str]) -> bool:
+    """Whether rows are already in ascending order of these columns (ties allowed)."""
+    n = table.num_rows
+    if n < 2:
+        return True
+    before = np.zeros(n - 1, dtype=bool)
+    tied = np.ones(n - 1, dtype=bool)
+    for name in columns:
+        column = table.column(name).combine_chunks()
+        head, tail = column.slice(0, n - 1), column.slice(1)
+        before |= tied & np.asarray(pc.fill_null(pc.less(head, tail), False))
+        tied &= np.asarray(pc.fill_null(pc.equal(head, tail), False))
+    return bool((before | tied).all())
+
+
+def _boundaries(table: pa.Table, columns: list[str]) -> np.ndarray:
+    """Start positions of runs of equal values in these (grouped) columns, plus the end."""
+    n = table.num_rows
+    starts = np.zeros(n, dtype=bool)
+    starts[0] = True
+    for name in columns:
+        column = table.column(name).combine_chunks()
+        starts[1:] |= np.asarray(
+            pc.fill_null(pc.not_equal(column.slice(1), column.slice(0, n - 1)), True)
+        )
+    return np.append(np.flatnonzero(starts), n)
+
+
+class Level0Writer:
+    """Writes one task's rows as level-0 files; `abort` removes everything it wrote."""
+
+    def __init__(
+        self,
+        table: FileStoreTable,
+        layout: WriteLayout,
+        base_sequences: Mapping[BucketKey, int],
+        *,
+        sequence_offset: int = 0,
+        buffer_bytes: int | None = None,
+    ):
+        schema = table.table_schema
+        self.table = table
+        self.layout = layout
+        self.num_buckets = fixed_bucket_count(schema)
+        self.partition_keys = list(schema.partition_keys)
+        self.trimmed_keys = trimmed_primary_keys(schema)
+        self.keys = key_columns(schema)
+        self.kv = kv_schema(schema)
+        self.engine = MergeEngine.for_table(schema)
+        self.kind_filter = RowKindFilter(schema.options)
+        self.base_sequences = base_sequences
+        self.sequence_offset = sequence_offset
+        self.buffer_bytes = buffer_bytes or write_buffer_bytes(schema.options)
+        self.rows = 0
+        self.partitions: set[tuple] = set()
+        self._next: dict[BucketKey, int] = {}
+        self._first: dict[BucketKey, int] = {}
+        self._files: dict[BucketKey, list[DataFileMeta]] = {}
+        self._values: list[pa.RecordBatch] = []
+        self._kinds: list[np.ndarray] = []
+        self._buckets: list[np.ndarray] = []
+        self._buffered = 0
+        self._open: RollingWriter | None = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Take one input batch; flush level-0 files whenever the buffer is full."""
+        if batch.num_rows == 0:
+            return
+        values = to_table_types(batch, self.layout)
+        kinds = parse_row_kinds(batch, self.layout.row_kind_column)
+        buckets = self._buckets_of(batch, values)
+        self.rows += batch.num_rows
+        if self.kind_filter.active:
+            keep = self.kind_filter.keep(kinds)
+            values, kinds, buckets = values.filter(pa.array(keep)), kinds[keep], buckets[keep]
+        self._note_partitions(values)
+        self._values.append(values)
+        self._kinds.append(kinds)
+        self._buckets.append(buckets)
+        self._buffered += values.nbytes
+        if self._buffered >= self.buffer_bytes:
+            self.flush()
+
+    def _buckets_of(self, batch: pa.RecordBatch, values: pa.RecordBatch) -> np.ndarray:
+        """Buckets carried by a distributed input (checked), else hashed here."""
+        if not self.layout.prepared:
+            return assign_buckets(self.table.table_schema, values)
+        column = batch.column(BUCKET_COLUMN)
+        buckets = np.asarray(pc.fill_null(column, -1)).astype(np.int32)
+        if buckets.size and (buckets.min() < 0 or buckets.max() >= self.num_buckets):
+            raise ValueError(
+                f"{BUCKET_COLUMN!r} holds buckets outside 0..{self.num_buckets - 1}; it must "
+                "come from dagster_paimon.spark.ingest.distribute"
+            )
+        return buckets
+
+    def _note_partitions(self, values: pa.RecordBatch) -> None:
+        """Remember the partitions rows are written to: overwrite replaces exactly these."""
+        if values.num_rows == 0:
+            return
+        if not self.partition_keys:
+            self.partitions.add(())
+            return
+        distinct = pa.table({k: values.column(k) for k in self.partition_keys}).group_by(
+            self.partition_keys
+        )
+        for row in distinct.aggregate([]).to_pylist():
+            self.partitions.add(tuple(row[k] for k in self.partition_keys))
+
+    def flush(self) -> None:
+        """Write the buffered rows of every bucket as level-0 files."""
+        if not self._values:
+            return
+        values = pa.Table.from_batches(self._values)
+        kinds = np.concatenate(self._kinds)
+        buckets = np.concatenate(self._buckets)
+        self._values, self._kinds, self._buckets, self._buffered = [], [], [], 0
+        if values.num_rows == 0:
+            return
+        groups = 0
+        for partition, bucket, rows, group_kinds in self._groups(values, kinds, buckets):
+            self._write_bucket(partition, bucket, rows, group_kinds)
+            groups += 1
+        log.info("flushed %d rows of %d buckets into level 0", values.num_rows, groups)
+
+    def _groups(
+        self, values: pa.Table, kinds: np.ndarray, buckets: np.ndarray
+    ) -> Iterator[tuple[tuple, int, pa.Table, np.ndarray]]:
+        """Rows of each (partition, bucket), in input order (the grouping sort is stable)."""
+        names = [*self.partition_keys, BUCKET_COLUMN]
+        grouping = pa.table(
+            {**{k: values.column(k) for k in self.partition_keys}, BUCKET_COLUMN: buckets}
+        )
+        if not sorted_by(grouping, names):
+            order = pc.sort_indices(grouping, sort_keys=[(n, "ascending") for n in names])
+            grouping, values = grouping.take(order), values.take(order)
+            kinds = kinds[np.asarray(order)]
+        bounds = _boundaries(grouping, names)
+        for start, end in pairwise(bounds):
+            first = grouping.slice(start, 1).to_pylist()[0]
+            partition = tuple(first[k] for k in self.partition_keys)
+            yield (
+                partition,
+                int(first[BUCKET_COLUMN]),
+                values.slice(start, end - start),
+                kinds[start:end],
+            )
+
+    def _sequences(self, key: BucketKey, rows: int) -> np.ndarray:
+        """The next `rows` sequence numbers of a bucket, continuing its maximum."""
+        start = self._next.get(key)
+        if start is None:
+            start = self.base_sequences.get(key, -1) + 1 + self.sequence_offset
+            self._first[key] = start
+        if self.sequence_offset and start + rows - self._first[key] > SEQUENCE_STRIDE:
+            raise ValueError(
+                "one Spark partition holds more than 2^32 rows of a single bucket; repartition "
+                "the DataFrame (or ingest through dagster_paimon.spark.ingest)"
+            )
+        self._next[key] = start + rows
+        return np.arange(start, start + rows, dtype=np.int64)
+
+    def _write_bucket(
+        self, partition: tuple, bucket: int, values: pa.Table, kinds: np.ndarray
+    ) -> None:
+        """Number, sort, fold and write one bucket's share of the buffer."""
+        key = (partition, bucket)
+        sequences = self._sequences(key, values.num_rows)
+        columns = [values.column(k) for k in self.trimmed_keys]
+        columns += [pa.array(sequences), pa.array(kinds, pa.int8()), *values.columns]
+        kv = pa.Table.from_arrays(columns, schema=self.kv)
+        if not sorted_by(kv, self.keys):
+            order = [(k, "ascending") for k in self.keys] + [(SEQUENCE_NUMBER, "ascending")]
+            kv = kv.take(pc.sort_indices(kv, sort_keys=order))
+        writer = RollingWriter(self.table, partition, bucket, 0, APPEND_FILE_SOURCE)
+        self._open = writer
+        try:
+            merged = merge_sorted_runs(
+                [kv.to_batches(max_chunksize=RUN_BATCH_ROWS)],
+                self.engine,
+                drop_delete=False,
+                key_columns=self.keys,
+                max_batch_rows=OUTPUT_BATCH_ROWS,
+            )
+            for batch in merged:
+                writer.write(batch)
+            files = writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        finally:
+            self._open = None
+        self._files.setdefault(key, []).extend(files)
+
+    def finish(self) -> list[BucketWrite]:
+        """Flush what is left; the files of every bucket written, with their sequence range."""
+        self.flush()
+        return [
+            BucketWrite(key[0], key[1], tuple(files), self._first[key], self._next[key] - 1)
+            for key, files in self._files.items()
+            if files
+        ]
+
+    def abort(self) -> None:
+        """Delete every file this writer produced: a failed task leaves nothing behind."""
+        if self._open is not None:
+            self._open.abort()
+            self._open = None
+        for (partition, bucket), files in self._files.items():
+            delete_files(self.table, partition, bucket, files)
+        self._files.clear()

@@ -1,0 +1,1 @@
+"""Data files: the key-value layout, reading a sorted run, the rolling writer, paths, deletes."""

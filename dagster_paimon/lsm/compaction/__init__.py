@@ -1,0 +1,1 @@
+"""Compaction: strategies, task plans, task execution, executors and the table-wide run."""

@@ -1,0 +1,226 @@
+"""CompactUnit -> TaskPlan: what Paimon's MergeTreeCompactTask would merge, upgrade or leave alone.
+
+Planning reads metadata only. The plan is a frozen value of pypaimon DataFileMeta and SortedRun,
+so it pickles to Spark executors; executing it (merge, roll files, commit) lives elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+from pypaimon.read.interval_partition import IntervalPartition
+
+from dagster_paimon.lsm.model.options import CompactionOptions
+from dagster_paimon.lsm.model.runs import CompactUnit, SortedRun
+
+__all__ = ["RewriteGroup", "TaskPlan", "Upgrade", "plan_compaction"]
+
+Section = tuple[SortedRun, ...]
+
+
+@dataclass(frozen=True)
+class RewriteGroup:
+    """Sections merged into ONE output stream at the task's output level: one rewriter.rewrite."""
+
+    sections: tuple[Section, ...]
+
+    @classmethod
+    def alone(cls, file: DataFileMeta) -> RewriteGroup:
+        """One file rewritten by itself, as Java wraps it: one section of one single-file run."""
+        return cls(((SortedRun(files=[file]),),))
+
+    @property
+    def files(self) -> tuple[DataFileMeta, ...]:
+        """Every input file, section by section and run by run (the CompactResult 'before')."""
+        return tuple(f for section in self.sections for run in section for f in run.files)
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """A metadata-only move of one file to another level: Java's DataFileMeta.upgrade."""
+
+    file: DataFileMeta
+    output_level: int
+
+    def __post_init__(self) -> None:
+        """An upgrade to the level the file already has is a no-op Java never records."""
+        if self.file.level == self.output_level:
+            raise ValueError(f"{self.file.file_name} is already at level {self.output_level}")
+
+    def upgraded_file(self) -> DataFileMeta:
+        """The file's metadata at its new level; name, source, sequences and stats are kept."""
+        return replace(self.file, level=self.output_level)
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """One bucket's CompactTask decided but not run: rewrite groups, upgrades, untouched rest."""
+
+    partition: dict[str, str]
+    bucket: int
+    output_level: int
+    drop_delete: bool
+    files: tuple[DataFileMeta, ...]
+    rewrites: tuple[RewriteGroup, ...]
+    upgrades: tuple[Upgrade, ...]
+
+    @property
+    def rewritten_files(self) -> tuple[DataFileMeta, ...]:
+        """Files the executor reads and replaces, in rewrite order."""
+        return tuple(f for group in self.rewrites for f in group.files)
+
+    @property
+    def upgraded_files(self) -> tuple[DataFileMeta, ...]:
+        """Files that only change level (before the change)."""
+        return tuple(u.file for u in self.upgrades)
+
+    @property
+    def untouched_files(self) -> tuple[DataFileMeta, ...]:
+        """Input files already at the output level that need neither rewrite nor upgrade."""
+        touched = {f.file_name for f in self.rewritten_files}
+        touched.update(f.file_name for f in self.upgraded_files)
+        return tuple(f for f in self.files if f.file_name not in touched)
+
+    @property
+    def input_bytes(self) -> int:
+        """Bytes of every file the unit picked."""
+        return sum(f.file_size for f in self.files)
+
+    @property
+    def rewritten_bytes(self) -> int:
+        """Bytes the executor must read; upgrades read nothing."""
+        return sum(f.file_size for f in self.rewritten_files)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when running the task would change nothing, so it needs no executor or commit."""
+        return not self.rewrites and not self.upgrades
+
+    def to_dict(self) -> dict[str, Any]:
+        """The per-unit JSON of `dagster-paimon compact` (DESIGN.md section 6) before execution."""
+        return {
+            "partition": dict(self.partition),
+            "bucket": self.bucket,
+            "output_level": self.output_level,
+            "drop_delete": self.drop_delete,
+            "input_files": len(self.files),
+            "rewritten_files": len(self.rewritten_files),
+            "upgraded_files": len(self.upgrades),
+            "input_bytes": self.input_bytes,
+            "rewritten_bytes": self.rewritten_bytes,
+            "input_file_names": [f.file_name for f in self.files],
+            "rewrite_groups": [[f.file_name for f in g.files] for g in self.rewrites],
+            "upgraded_file_names": [f.file_name for f in self.upgraded_files],
+        }
+
+
+def _contains_delete_records(file: DataFileMeta) -> bool:
+    """An unknown delete count (old files) counts as having deletes, as in Java."""
+    return file.delete_row_count is None or file.delete_row_count > 0
+
+
+class _MergeTreeCompactPlanner:
+    """MergeTreeCompactTask.doCompact with the rewriter calls recorded instead of run."""
+
+    def __init__(
+        self,
+        output_level: int,
+        max_level: int,
+        min_file_size: int,
+        must_rewrite: Callable[[DataFileMeta], bool],
+    ):
+        self.output_level = output_level
+        self.max_level = max_level
+        self.min_file_size = min_file_size
+        self.must_rewrite = must_rewrite
+        self.rewrites: list[RewriteGroup] = []
+        self.upgrades: list[Upgrade] = []
+
+    def do_compact(self, files: list[DataFileMeta]) -> None:
+        """Walk sections in key order; overlapping ones and small files merge, big files move."""
+        candidate: list[Section] = []
+        for section in IntervalPartition(files).partition():
+            if len(section) > 1:
+                candidate.append(tuple(section))
+                continue
+            for file in section[0].files:
+                if file.file_size < self.min_file_size:
+                    candidate.append((SortedRun(files=[file]),))
+                else:
+                    # A file may not be skipped over: flush what precedes it to keep key order.
+                    self._rewrite(candidate)
+                    self._upgrade(file)
+        self._rewrite(candidate)
+
+    def _rewrite(self, candidate: list[Section]) -> None:
+        """Merge the candidates into one stream, unless they are a lone run (then upgrade it)."""
+        if not candidate:
+            return
+        if len(candidate) == 1 and len(candidate[0]) == 1:
+            for file in candidate[0][0].files:
+                self._upgrade(file)
+        else:
+            self.rewrites.append(RewriteGroup(tuple(candidate)))
+        candidate.clear()
+
+    def _upgrade(self, file: DataFileMeta) -> None:
+        """Rewrite alone what must not keep its records as they are, else move it if needed."""
+        if (
+            self.output_level == self.max_level and _contains_delete_records(file)
+        ) or self.must_rewrite(file):
+            self.rewrites.append(RewriteGroup.alone(file))
+        elif file.level != self.output_level:
+            self.upgrades.append(Upgrade(file, self.output_level))
+
+
+def plan_compaction(
+    unit: CompactUnit,
+    *,
+    max_level: int,
+    drop_delete: bool,
+    options: CompactionOptions,
+    partition: Mapping[str, str],
+    bucket: int,
+    record_level_expire: bool | Callable[[DataFileMeta], bool] | None = None,
+) -> TaskPlan:
+    """Plan a unit as Java's FileRewriteCompactTask (file_rewrite) or MergeTreeCompactTask would.
+
+    `drop_delete` is the trigger's decision (PAIMON_SEMANTICS.md section 3).
+    `record_level_expire` is RecordLevelExpire.isExpireFile as a per-file check, or a bool for
+    every file (as strategy.pick_full_compaction takes it); it must be given when
+    record-level.expire-time is set, since only the caller knows the time field's statistics.
+    """
+    if not 0 <= unit.output_level <= max_level:
+        raise ValueError(f"output level {unit.output_level} is outside 0..{max_level}")
+    if options.record_level_expire_time_ms is not None and record_level_expire is None:
+        raise ValueError("record-level.expire-time is set: pass record_level_expire")
+    files = tuple(unit.files)
+    if unit.file_rewrite:
+        rewrites = tuple(RewriteGroup.alone(f) for f in files)
+        upgrades: tuple[Upgrade, ...] = ()
+    else:
+        expired = (
+            record_level_expire
+            if callable(record_level_expire)
+            else lambda _file: bool(record_level_expire)
+        )
+        planner = _MergeTreeCompactPlanner(
+            unit.output_level,
+            max_level,
+            options.min_file_size,
+            lambda f: options.force_rewrite_all_files or expired(f),
+        )
+        planner.do_compact(list(files))
+        rewrites, upgrades = tuple(planner.rewrites), tuple(planner.upgrades)
+    return TaskPlan(
+        partition=dict(partition),
+        bucket=bucket,
+        output_level=unit.output_level,
+        drop_delete=drop_delete,
+        files=files,
+        rewrites=rewrites,
+        upgrades=upgrades,
+    )

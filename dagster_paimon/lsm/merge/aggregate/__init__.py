@@ -1,0 +1,1 @@
+"""Field aggregators of the aggregation (and partial-update) merge engine."""
