@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.lsm.compaction.task import data_file_path
 from dagster_paimon.table import TableSpec, create_table, open_table
 
 IDENT = "bench.lineitem"
@@ -120,7 +120,7 @@ def input_files(warehouse: str) -> list[tuple[str, int]]:
     out = []
     for b in read_levels(table).buckets:
         for f in b.levels.all_files():
-            out.append((data_file_path(table, b.partition_values, b.bucket, f), f.file_size))
+            out.append((data_file_path(table, b.partition, b.bucket, f), f.file_size))
     return out
 
 
@@ -164,7 +164,7 @@ def compact_in_child(warehouse: str) -> dict:
     code = (
         "import json,sys,time;"
         "from dagster_paimon.lsm.compaction.compact import compact_table;"
-        "from dagster_paimon.lsm.compaction.task import TableRef;"
+        "from dagster_paimon.table import TableRef;"
         "from dagster_paimon.table import open_table;"
         f"t=open_table({warehouse!r},{IDENT!r});t0=time.perf_counter();"
         f"r=compact_table(t,TableRef({warehouse!r},{IDENT!r}),full=True);"

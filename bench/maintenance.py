@@ -20,12 +20,11 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dagster_paimon.lsm.compaction.compact import compact_table
-from dagster_paimon.lsm.compaction.task import TableRef
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.orphans import remove_orphans
-from dagster_paimon.table import TableSpec, create_table, open_table
+from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 
 SCHEMA = pa.schema(
     [

@@ -7,7 +7,7 @@ one moto server on loopback. N spawned processes each open the table, write 10 d
 with pypaimon's writer, wait for a common wall-clock start time, then commit:
   pypaimon:        `BatchTableCommit.commit` (snapshot-N via exists? + temp write + rename,
                    which on S3 is copy + delete: no atomic create-if-absent)
-  dagster-paimon:  `dagster_paimon.commit.producer.commit_snapshot` (snapshot-N via a conditional
+  dagster-paimon:  `dagster_paimon.commit.producers.AppendProducer` (snapshot-N via a conditional
                    PUT `If-None-Match: *`, so S3 lets exactly one committer create it)
 Then reads the table fresh and counts commits that reported success, snapshots, rows read, and
 successful commits whose rows are missing (silently lost).
@@ -114,10 +114,9 @@ def _commit_pypaimon(table, worker: int, start_at: float) -> float:
 
 def _commit_ours(table, worker: int, start_at: float) -> float:
     """pypaimon's writer for the data files, our create-if-absent snapshot commit for the rest."""
-    from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-    from pypaimon.table.row.generic_row import GenericRow
-
-    from dagster_paimon.commit.producer import ADD, CommitRequest, commit_snapshot
+    from dagster_paimon.commit.changes import BucketChange
+    from dagster_paimon.commit.producers import AppendProducer
+    from dagster_paimon.partition import Partition
 
     writer = table.new_batch_write_builder().new_write()
     try:
@@ -125,22 +124,17 @@ def _commit_ours(table, worker: int, start_at: float) -> float:
         messages = writer.prepare_commit()
     finally:
         writer.close()
-    fields = table.partition_keys_fields
-    entries = [
-        ManifestEntry(ADD, GenericRow(list(m.partition), fields), m.bucket, BUCKETS, f)
+    fields = tuple(table.partition_keys_fields)
+    changes = [
+        BucketChange(
+            Partition(tuple(m.partition), fields), m.bucket, BUCKETS, added=tuple(m.new_files)
+        )
         for m in messages
-        for f in m.new_files
     ]
-    request = CommitRequest(
-        "APPEND", lambda _latest: entries, lambda _l, _e: None, f"race-{worker}", worker, _noop
-    )
+    producer = AppendProducer(table, changes, commit_user=f"race-{worker}", identifier=worker)
     late = _sleep_until(start_at)
-    commit_snapshot(table, request)
+    producer.commit()
     return late
-
-
-def _noop() -> None:
-    """Leave a failed commit's data files for orphan removal; the bench only counts rows."""
 
 
 def commit_worker(

@@ -21,20 +21,16 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.lsm.compaction.compact import (
-    CompactionPlan,
-    CompactionReport,
-    compact_table,
-    plan_table_compaction,
-)
-from dagster_paimon.lsm.model.levels import TableHealth, read_levels
-from dagster_paimon.lsm.compaction.task import TableRef
+from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
-from dagster_paimon.maintenance.options import DAY_MS, RetentionOverrides, parse_duration_ms
+from dagster_paimon.maintenance.options import DAY_MS, RetentionOverrides
 from dagster_paimon.maintenance.orphans import remove_orphans
+from dagster_paimon.options import duration_ms
+from dagster_paimon.partition import parse_partition_spec
 from dagster_paimon.storage.s3 import S3Settings, is_s3_uri
-from dagster_paimon.table import open_table
+from dagster_paimon.table import TableRef, open_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -62,52 +58,11 @@ class UsageError(ValueError):
 
 
 def parse_partition(text: str | None) -> dict[str, str] | None:
-    """Parse K=V[,K=V] into a dict of strings; anything else is a usage error."""
-    if text is None:
-        return None
-    result: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        key = key.strip()
-        if not sep or not key or key in result:
-            raise UsageError(f"--partition must look like K=V[,K=V], got {text!r}")
-        result[key] = value.strip()
-    return result
-
-
-def _partition_label(partition: dict[str, str]) -> str:
-    """K=V[,K=V] as operators type it, '-' for an unpartitioned table."""
-    return ",".join(f"{k}={v}" for k, v in partition.items()) or "-"
-
-
-def _human_health(health: TableHealth) -> str:
-    """A readable table per bucket followed by the summary."""
-    headers = ["partition", "bucket", "files", "bytes", "L0", "runs", "levels", "size-amp %"]
-    rows = [
-        [
-            _partition_label(b.partition),
-            str(b.bucket),
-            str(b.files),
-            str(b.total_bytes),
-            str(b.level0_files),
-            str(b.sorted_runs),
-            " ".join(f"L{k}:{v}" for k, v in b.levels.items()),
-            f"{b.size_amplification_percent:.1f}",
-        ]
-        for b in health.buckets
-    ]
-    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
-    lines = [f"table {health.table} at snapshot {health.snapshot_id}"]
-    lines += [
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [headers, *rows]
-    ]
-    s = health.summary()
-    lines.append(
-        f"{s['buckets']} buckets, {s['files']} files, {s['total_bytes']} bytes, "
-        f"max sorted runs {s['max_sorted_runs']}, "
-        f"max size amplification {s['max_size_amplification_percent']:.1f}%"
-    )
-    return "\n".join(lines)
+    """--partition K=V[,K=V]; anything else is a usage error."""
+    try:
+        return parse_partition_spec(text)
+    except ValueError as e:
+        raise UsageError(f"--{e}") from e
 
 
 def catalog_options(args: argparse.Namespace) -> dict[str, str]:
@@ -128,83 +83,28 @@ def cmd_health(args: argparse.Namespace) -> tuple[dict, str]:
     """LSM health of every bucket, optionally of one partition."""
     table = open_table(args.warehouse, args.table, catalog_options(args))
     health = read_levels(table, partition=parse_partition(args.partition)).health()
-    return health.to_dict(), _human_health(health)
-
-
-def _human_plan(plan: CompactionPlan) -> str:
-    """One line per planned bucket task."""
-    if not plan.tasks:
-        return f"{plan.table}: nothing to compact at snapshot {plan.base_snapshot_id}"
-    lines = [f"{plan.table}: {len(plan.tasks)} tasks at snapshot {plan.base_snapshot_id} (dry run)"]
-    for t in plan.tasks:
-        part = _partition_label(t.partition)
-        lines.append(
-            f"  {part} bucket {t.bucket}: {len(t.files)} files -> level {t.output_level}, "
-            f"rewrite {len(t.rewritten_files)} ({t.rewritten_bytes} bytes), "
-            f"upgrade {len(t.upgrades)}, drop deletes {'yes' if t.drop_delete else 'no'}"
-        )
-    return "\n".join(lines)
-
-
-def _dry_run_payload(plan: CompactionPlan) -> dict:
-    """The compact JSON of DESIGN.md section 6 for a plan that was not executed."""
-    units = []
-    for t in plan.tasks:
-        unit = t.to_dict()
-        unit["output_files"] = None
-        units.append(unit)
-    return {
-        "table": plan.table,
-        "snapshot_id": None,
-        "base_snapshot_id": plan.base_snapshot_id,
-        "dry_run": True,
-        "units": units,
-        "bytes_read": 0,
-        "bytes_written": 0,
-        "bytes_to_read": plan.bytes_to_read,
-    }
-
-
-def _human_report(report: CompactionReport) -> str:
-    """What a compaction run committed."""
-    if report.snapshot_id is None:
-        return f"{report.table}: nothing to compact at snapshot {report.base_snapshot_id}"
-    lines = [
-        f"{report.table}: committed COMPACT snapshot {report.snapshot_id} "
-        f"(base {report.base_snapshot_id}) in {report.seconds:.2f} s, "
-        f"{report.bytes_read} bytes read, {report.bytes_written} bytes written"
-    ]
-    for unit in report.to_dict()["units"]:
-        part = _partition_label(unit["partition"])
-        lines.append(
-            f"  {part} bucket {unit['bucket']}: {unit['input_files']} files -> "
-            f"{unit['output_files']} new at level {unit['output_level']}, "
-            f"{unit['upgraded_files']} upgraded"
-        )
-    return "\n".join(lines)
+    return health.to_dict(), health.summary()
 
 
 def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
     """Plan, and unless --dry-run run and commit, compaction of every bucket."""
-    table = open_table(args.warehouse, args.table, catalog_options(args))
+    options = catalog_options(args)
+    table = open_table(args.warehouse, args.table, options)
     partition = parse_partition(args.partition)
-    if args.dry_run:
-        plan = plan_table_compaction(read_levels(table, partition=partition), full=args.full)
-        return _dry_run_payload(plan), _human_plan(plan)
     executor = None
-    if args.executor == "spark":
+    if args.executor == "spark" and not args.dry_run:
         from dagster_paimon.spark.executor import SparkExecutor
 
         executor = SparkExecutor(_spark_session(args))
-    ref = TableRef(args.warehouse, args.table, tuple(sorted(catalog_options(args).items())))
-    report = compact_table(
+    result = compact_table(
         table,
-        ref,
+        TableRef.of(args.warehouse, args.table, options),
         full=args.full,
         partition=partition,
         executor=executor,
+        dry_run=args.dry_run,
     )
-    return report.to_dict(), _human_report(report)
+    return result.to_dict(), result.summary()
 
 
 def _spark_session(args: argparse.Namespace) -> SparkSession:
@@ -235,11 +135,7 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict, str]:
     )
     if report.snapshot_id is None:
         return report.to_dict(), f"{report.table}: nothing to ingest from {args.source}"
-    return report.to_dict(), (
-        f"{report.table}: committed {report.commit_kind} snapshot {report.snapshot_id}, "
-        f"{report.rows} rows in {report.files} level-0 files over {report.buckets} buckets "
-        f"in {report.seconds:.2f} s"
-    )
+    return report.to_dict(), report.summary()
 
 
 def _add_spark_commands(commands: argparse._SubParsersAction) -> None:
@@ -258,7 +154,7 @@ def _duration_ms(text: str | None) -> int | None:
     if text is None:
         return None
     try:
-        return parse_duration_ms(text)
+        return duration_ms(text)
     except ValueError as e:
         raise UsageError(f"--older-than must be a duration like 1h, 30min or 2d: {e}") from e
 

@@ -139,6 +139,26 @@ def open_table(
     return _get_table(open_catalog(warehouse, catalog_options), identifier)
 
 
+@dataclass(frozen=True)
+class TableRef:
+    """How another process (a Spark executor, a retry) reopens a table: picklable and small."""
+
+    warehouse: str
+    identifier: str
+    catalog_options: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(
+        cls, warehouse: str, identifier: str, catalog_options: Mapping[str, str] | None = None
+    ) -> TableRef:
+        """A reference with its catalog options in a stable order."""
+        return cls(warehouse, identifier, tuple(sorted((catalog_options or {}).items())))
+
+    def open(self) -> FileStoreTable:
+        """Open the table through the catalog, as the driver did."""
+        return open_table(self.warehouse, self.identifier, dict(self.catalog_options))
+
+
 def _check_matches(table: FileStoreTable, spec: TableSpec) -> None:
     """An existing table must have the spec's columns and keys, or writes would go astray."""
     existing = table.table_schema

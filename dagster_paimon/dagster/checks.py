@@ -5,15 +5,16 @@ from dagster import AssetCheckResult, AssetChecksDefinition, AssetCheckSeverity,
 from dagster_paimon.dagster.metadata import health_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.model.levels import TableHealth, read_levels
+from dagster_paimon.lsm.model.health import TableHealth
+from dagster_paimon.lsm.model.levels import read_levels
 
 LSM_HEALTH_CHECK = "lsm_health"
 
 
 def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) -> AssetCheckResult:
     """Warn above the compaction trigger; fail above the stop trigger or the size-amp limit."""
-    summary = health.summary()
-    runs, amp = summary["max_sorted_runs"], summary["max_size_amplification_percent"]
+    aggregate = health.aggregate()
+    runs, amp = aggregate["max_sorted_runs"], aggregate["max_size_amplification_percent"]
     problems = []
     if runs > stop:
         problems.append(f"{runs} sorted runs exceed num-sorted-run.stop-trigger {stop}")

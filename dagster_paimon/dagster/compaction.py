@@ -12,7 +12,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from dagster_paimon.dagster.metadata import health_metadata, metadata_values
+from dagster_paimon.dagster.metadata import health_metadata, metric_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.compaction.compact import compact_table
@@ -75,7 +75,7 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
             )
         health = read_levels(table, partition=partition).health()
         return MaterializeResult(
-            metadata={**metadata_values(report.to_metadata()), **health_metadata(health)}
+            metadata={**metric_metadata(report.metrics()), **health_metadata(health)}
         )
 
     return compaction

@@ -13,7 +13,7 @@ from dagster import (
 )
 from pyspark.sql import DataFrame, SparkSession
 
-from dagster_paimon.dagster.metadata import column_schema, health_metadata, metadata_values
+from dagster_paimon.dagster.metadata import column_schema, health_metadata, metric_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.model.levels import read_levels
@@ -102,9 +102,7 @@ def build_ingest_asset(
             metadata={
                 "dagster/row_count": report.rows,
                 "dagster/column_schema": column_schema(spec.schema, spec.primary_keys),
-                "paimon/ingest_snapshot_id": report.snapshot_id,
-                "paimon/files_written": report.files,
-                **metadata_values({"paimon/commit_kind": report.commit_kind}),
+                **metric_metadata({**report.metrics(), "commit_kind": report.commit_kind}),
                 **health_metadata(health),
             }
         )

@@ -16,14 +16,15 @@ from dagster import (
 )
 from pydantic import Field
 
-from dagster_paimon.dagster.metadata import metadata_values
+from dagster_paimon.dagster.metadata import metric_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
-from dagster_paimon.maintenance.options import RetentionOverrides, parse_duration_ms
+from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.orphans import remove_orphans
+from dagster_paimon.options import duration_ms
 
 
 class FullCompactionConfig(Config):
@@ -48,7 +49,7 @@ class ExpiryConfig(Config):
         return RetentionOverrides(
             retain_min=self.retain_min,
             retain_max=self.retain_max,
-            time_retained_ms=parse_duration_ms(self.older_than) if self.older_than else None,
+            time_retained_ms=duration_ms(self.older_than) if self.older_than else None,
             max_deletes=self.max_deletes,
         )
 
@@ -78,11 +79,6 @@ class MaintenanceCrons:
     remove_orphans: str = "0 5 * * 0"
 
 
-def _prefixed(key: str) -> str:
-    """Metric keys under one `paimon/` namespace in the UI, whichever module named them."""
-    return key if key.startswith("paimon/") else f"paimon/{key}"
-
-
 def _maintenance_job(
     spec: PaimonTableSpec,
     name: str,
@@ -101,9 +97,9 @@ def _maintenance_job(
     ) -> None:
         table = warehouse.open_table(spec.identifier)
         result = run(warehouse, table, config)
-        context.log.info(f"{spec.identifier} {name}: {result.to_dict()}")
+        context.log.info(result.summary())
         context.add_output_metadata(
-            metadata_values({_prefixed(k): v for k, v in result.to_metadata().items()})
+            metric_metadata(result.metrics())
         )
 
     @job(name=f"{spec.database}_{spec.name}_{name}", description=description)
@@ -136,7 +132,7 @@ def build_maintenance_definitions(
 
     def orphans(_warehouse: PaimonWarehouse, table, config: OrphanConfig):
         return remove_orphans(
-            table, older_than_ms=parse_duration_ms(config.older_than), dry_run=config.dry_run
+            table, older_than_ms=duration_ms(config.older_than), dry_run=config.dry_run
         )
 
     jobs = {

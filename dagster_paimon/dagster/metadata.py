@@ -8,7 +8,9 @@ from typing import Any
 import pyarrow as pa
 from dagster import MetadataValue, TableColumn, TableSchema
 
-from dagster_paimon.lsm.model.levels import TableHealth
+from dagster_paimon.lsm.model.health import TableHealth
+
+NAMESPACE = "paimon/"
 
 
 def column_schema(schema: pa.Schema, primary_keys: tuple[str, ...] = ()) -> TableSchema:
@@ -25,14 +27,17 @@ def column_schema(schema: pa.Schema, primary_keys: tuple[str, ...] = ()) -> Tabl
     )
 
 
-def metadata_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Drop unknown (None) values: Dagster plots numbers, not gaps."""
-    return {k: v for k, v in values.items() if v is not None}
+def metric_metadata(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Library metrics under the `paimon/` namespace, unknown (None) values dropped.
+
+    Dagster plots numbers, not gaps; this is the one place the namespace is added.
+    """
+    return {f"{NAMESPACE}{k}": v for k, v in metrics.items() if v is not None}
 
 
 def health_metadata(health: TableHealth) -> dict[str, Any]:
     """Health metrics plus a per-bucket table for the UI."""
     rows = [b.to_dict() for b in health.buckets]
-    values = metadata_values(health.to_metadata())
-    values["paimon/buckets"] = MetadataValue.json(rows[:200])
+    values = metric_metadata(health.metrics())
+    values[f"{NAMESPACE}buckets"] = MetadataValue.json(rows[:200])
     return values

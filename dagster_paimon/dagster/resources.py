@@ -6,9 +6,8 @@ from dagster import ConfigurableResource
 from pydantic import Field
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.lsm.compaction.task import TableRef
 from dagster_paimon.storage.s3 import S3Settings
-from dagster_paimon.table import TableSpec, create_table, open_table
+from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 
 
 class PaimonWarehouse(ConfigurableResource):
@@ -56,4 +55,4 @@ class PaimonWarehouse(ConfigurableResource):
 
     def table_ref(self, identifier: str) -> TableRef:
         """A picklable handle executors use to reopen the table."""
-        return TableRef(self.uri, identifier, tuple(sorted(self.paimon_options().items())))
+        return TableRef.of(self.uri, identifier, self.paimon_options())

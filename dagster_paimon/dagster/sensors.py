@@ -23,7 +23,8 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.lsm.model.levels import BucketHealth, TableLevels, read_levels
+from dagster_paimon.lsm.model.health import BucketHealth
+from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 
 IN_FLIGHT = [
     DagsterRunStatus.QUEUED,
@@ -71,7 +72,7 @@ def unhealthy_partitions(
     trigger = options.num_sorted_run_compaction_trigger if trigger is None else trigger
     max_amp = options.max_size_amplification_percent if max_amp is None else max_amp
     return {
-        tuple(sorted(b.partition.items()))
+        tuple(sorted(b.partition.spec.items()))
         for b in levels.buckets
         if needs_compaction(b.health(), trigger, max_amp)
     }

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 from pypaimon.schema.table_schema import TableSchema
+from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import SchemaMismatchError
+from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
+from dagster_paimon.ingest.bucket import fixed_bucket_count
 from dagster_paimon.io.kv import value_schema
+from dagster_paimon.options import CHANGELOG_PRODUCER, ROWKIND_FIELD, changelog_producer
 
 ROW_KIND_COLUMN = "_row_kind"
-ROW_KIND_OPTION = "rowkind.field"
 HIDDEN_PREFIX = "__paimon_"
 BUCKET_COLUMN = HIDDEN_PREFIX + "bucket"
 ORDINAL_COLUMN = HIDDEN_PREFIX + "ordinal"
@@ -93,7 +95,7 @@ def _hint(source: pa.DataType, target: pa.DataType) -> str:
 
 def row_kind_source(schema: TableSchema) -> str | None:
     """The table column named by `rowkind.field`, if the table takes row kinds from one."""
-    name = schema.options.get(ROW_KIND_OPTION)
+    name = schema.options.get(ROWKIND_FIELD)
     return str(name) if name else None
 
 
@@ -127,7 +129,7 @@ def plan_write_layout(schema: TableSchema, source: pa.Schema) -> WriteLayout:
     if ROW_KIND_COLUMN in names:
         if kind_field is not None:
             problems.append(
-                f"the table takes row kinds from its column {kind_field!r} ('{ROW_KIND_OPTION}'); "
+                f"the table takes row kinds from its column {kind_field!r} ('{ROWKIND_FIELD}'); "
                 f"drop the {ROW_KIND_COLUMN!r} column"
             )
         elif not _is_text(source.field(ROW_KIND_COLUMN).type):
@@ -135,7 +137,7 @@ def plan_write_layout(schema: TableSchema, source: pa.Schema) -> WriteLayout:
             problems.append(f"{ROW_KIND_COLUMN!r} must be a string column, got {have}")
         row_kind = ROW_KIND_COLUMN
     if kind_field in target.names and not _is_text(target.field(kind_field).type):
-        problems.append(f"'{ROW_KIND_OPTION}' column {kind_field!r} is not a string column")
+        problems.append(f"'{ROWKIND_FIELD}' column {kind_field!r} is not a string column")
     for field in target:
         if field.name not in names:
             continue
@@ -176,3 +178,18 @@ def to_table_types(batch: pa.RecordBatch, layout: WriteLayout) -> pa.RecordBatch
             )
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, schema=layout.target)
+
+
+def check_writable(table: FileStoreTable) -> None:
+    """Refuse tables whose writes need files or a bucket layout we do not produce."""
+    fixed_bucket_count(table.table_schema)
+    if changelog_producer(table.table_schema.options) == "input":
+        raise InvalidOptionError(
+            f"table option '{CHANGELOG_PRODUCER}' is 'input': every write would also have to "
+            "produce changelog files, which dagster-paimon's ingest does not write"
+        )
+    fmt = str(table.options.file_format("parquet")).lower()
+    if fmt != "parquet":
+        raise InvalidOptionError(
+            f"table option 'file.format' is {fmt!r}: ingest writes parquet only"
+        )

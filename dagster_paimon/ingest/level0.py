@@ -20,19 +20,17 @@ from pypaimon.common.memory_size import MemorySize
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.io.kv import SEQUENCE_NUMBER, key_columns, kv_schema, trimmed_primary_keys
-from dagster_paimon.lsm.model.levels import TableLevels
-from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
-from dagster_paimon.lsm.compaction.task import (
-    APPEND_FILE_SOURCE,
-    OUTPUT_BATCH_ROWS,
-    RollingWriter,
-    delete_files,
-)
 from dagster_paimon.ingest.bucket import assign_buckets, fixed_bucket_count
-from dagster_paimon.ingest.rowkinds import RowKindFilter, parse_row_kinds
 from dagster_paimon.ingest.layout import BUCKET_COLUMN, WriteLayout, to_table_types
+from dagster_paimon.ingest.rowkinds import RowKindFilter, parse_row_kinds
+from dagster_paimon.io.kv import SEQUENCE_NUMBER, key_columns, kv_schema, trimmed_primary_keys
+from dagster_paimon.io.paths import delete_data_files
+from dagster_paimon.io.write import APPEND_FILE_SOURCE, RollingWriter
+from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
+from dagster_paimon.lsm.model.levels import TableLevels
+from dagster_paimon.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -40,24 +38,30 @@ SEQUENCE_STRIDE = 1 << 32
 DEFAULT_WRITE_BUFFER = "256 mb"
 RUN_BATCH_ROWS = 256 * 1024
 
-BucketKey = tuple[tuple, int]
+BucketKey = tuple[Partition, int]
 
 
 @dataclass(frozen=True)
 class BucketWrite:
     """Level-0 files one task wrote into one bucket, and the sequence numbers it used."""
 
-    partition: tuple
+    partition: Partition
     bucket: int
     files: tuple[DataFileMeta, ...]
     first_sequence: int
     last_sequence: int
 
+    def change(self, total_buckets: int) -> BucketChange:
+        """The files as a commit adds them."""
+        return BucketChange(
+            self.partition, self.bucket, total_buckets, added=self.files, new_files=self.files
+        )
+
 
 def max_sequences(levels: TableLevels) -> dict[BucketKey, int]:
     """Each bucket's largest sequence number: its next writer continues from there (-1 empty)."""
     return {
-        (tuple(b.partition_values), b.bucket): max(
+        (b.partition, b.bucket): max(
             (f.max_sequence_number for f in b.levels.all_files()), default=-1
         )
         for b in levels.buckets
@@ -127,7 +131,8 @@ class Level0Writer:
         self.sequence_offset = sequence_offset
         self.buffer_bytes = buffer_bytes or write_buffer_bytes(schema.options)
         self.rows = 0
-        self.partitions: set[tuple] = set()
+        self.partition_fields = tuple(table.partition_keys_fields)
+        self.partitions: set[Partition] = set()
         self._next: dict[BucketKey, int] = {}
         self._first: dict[BucketKey, int] = {}
         self._files: dict[BucketKey, list[DataFileMeta]] = {}
@@ -174,13 +179,17 @@ class Level0Writer:
         if values.num_rows == 0:
             return
         if not self.partition_keys:
-            self.partitions.add(())
+            self.partitions.add(Partition((), ()))
             return
         distinct = pa.table({k: values.column(k) for k in self.partition_keys}).group_by(
             self.partition_keys
         )
         for row in distinct.aggregate([]).to_pylist():
-            self.partitions.add(tuple(row[k] for k in self.partition_keys))
+            self.partitions.add(self._partition(row))
+
+    def _partition(self, row: dict) -> Partition:
+        """The partition of a row given as a dict of its partition columns."""
+        return Partition(tuple(row[k] for k in self.partition_keys), self.partition_fields)
 
     def flush(self) -> None:
         """Write the buffered rows of every bucket as level-0 files."""
@@ -200,7 +209,7 @@ class Level0Writer:
 
     def _groups(
         self, values: pa.Table, kinds: np.ndarray, buckets: np.ndarray
-    ) -> Iterator[tuple[tuple, int, pa.Table, np.ndarray]]:
+    ) -> Iterator[tuple[Partition, int, pa.Table, np.ndarray]]:
         """Rows of each (partition, bucket), in input order (the grouping sort is stable)."""
         names = [*self.partition_keys, BUCKET_COLUMN]
         grouping = pa.table(
@@ -213,7 +222,7 @@ class Level0Writer:
         bounds = _boundaries(grouping, names)
         for start, end in pairwise(bounds):
             first = grouping.slice(start, 1).to_pylist()[0]
-            partition = tuple(first[k] for k in self.partition_keys)
+            partition = self._partition(first)
             yield (
                 partition,
                 int(first[BUCKET_COLUMN]),
@@ -236,7 +245,7 @@ class Level0Writer:
         return np.arange(start, start + rows, dtype=np.int64)
 
     def _write_bucket(
-        self, partition: tuple, bucket: int, values: pa.Table, kinds: np.ndarray
+        self, partition: Partition, bucket: int, values: pa.Table, kinds: np.ndarray
     ) -> None:
         """Number, sort, fold and write one bucket's share of the buffer."""
         key = (partition, bucket)
@@ -255,7 +264,6 @@ class Level0Writer:
                 self.engine,
                 drop_delete=False,
                 key_columns=self.keys,
-                max_batch_rows=OUTPUT_BATCH_ROWS,
             )
             for batch in merged:
                 writer.write(batch)
@@ -282,5 +290,5 @@ class Level0Writer:
             self._open.abort()
             self._open = None
         for (partition, bucket), files in self._files.items():
-            delete_files(self.table, partition, bucket, files)
+            delete_data_files(self.table, partition, bucket, files)
         self._files.clear()

@@ -10,17 +10,10 @@ import pyarrow.compute as pc
 
 from dagster_paimon.errors import SchemaMismatchError
 from dagster_paimon.io.kv import DELETE, UPDATE_BEFORE
+from dagster_paimon.options import IGNORE_UPDATE_BEFORE, flag, ignore_delete
 
 KIND_NAMES = ("+I", "-U", "+U", "-D")
 _SHOWN = 5
-
-
-def _true(options: Mapping[str, str], *keys: str) -> bool:
-    """A boolean option read as Java does: the first key present (main key, then fallbacks)."""
-    for key in keys:
-        if key in options:
-            return str(options[key]).strip().lower() == "true"
-    return False
 
 
 def parse_row_kinds(batch: pa.RecordBatch, column: str | None) -> np.ndarray:
@@ -42,14 +35,8 @@ class RowKindFilter:
     """Java's RowKindFilter: `ignore-delete` drops -U and -D, `ignore-update-before` drops -U."""
 
     def __init__(self, options: Mapping[str, str]):
-        self.ignore_retracts = _true(
-            options,
-            "ignore-delete",
-            "first-row.ignore-delete",
-            "deduplicate.ignore-delete",
-            "partial-update.ignore-delete",
-        )
-        self.ignore_update_before = _true(options, "ignore-update-before")
+        self.ignore_retracts = ignore_delete(options)
+        self.ignore_update_before = flag(options, IGNORE_UPDATE_BEFORE)
 
     @property
     def active(self) -> bool:

@@ -17,6 +17,12 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import StaleMaintenancePlanError
+from dagster_paimon.failpoints import (
+    DATA_FILES_EXPIRED,
+    METADATA_EXPIRED,
+    RECORDS_EXPIRED,
+    failpoint,
+)
 from dagster_paimon.maintenance.deletion import (
     TagSkipper,
     added_in_changelogs,
@@ -33,6 +39,7 @@ from dagster_paimon.maintenance.metadata import (
 )
 from dagster_paimon.maintenance.options import ExpireConfig, RetentionOverrides
 from dagster_paimon.maintenance.references import collect_used, referrers
+from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import TableFiles, delete_logged
 from dagster_paimon.storage.warehouse import table_files
 
@@ -41,12 +48,12 @@ log = logging.getLogger(__name__)
 SNAPSHOTS = "snapshots"
 CHANGELOGS = "changelogs"
 
-METRIC_EXPIRED = "expired"
-METRIC_DELETED_FILES = "deleted_files"
-METRIC_DELETED_DATA_FILES = "deleted_data_files"
-METRIC_DELETED_METADATA_FILES = "deleted_metadata_files"
-METRIC_EARLIEST = "earliest"
-METRIC_SECONDS = "seconds"
+EXPIRED = "expired"
+DELETED_FILES = "deleted_files"
+DELETED_DATA_FILES = "deleted_data_files"
+DELETED_METADATA_FILES = "deleted_metadata_files"
+EARLIEST_KEPT = "earliest"
+SECONDS = "seconds"
 
 
 @dataclass(frozen=True)
@@ -77,8 +84,21 @@ class ExpiryPlan:
         """Nothing to expire."""
         return not self.expired_ids
 
+    def preview(self) -> ExpiryResult:
+        """What executing the plan would delete."""
+        return ExpiryResult(
+            table=self.table,
+            target=self.target,
+            expired_ids=self.expired_ids,
+            deleted_data_files=len(self.data_files),
+            deleted_metadata_files=len(self.metadata_files),
+            deleted_records=len(self.expired_ids),
+            earliest=self.end_id if self.expired_ids else self.earliest_id,
+            dry_run=True,
+        )
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class ExpiryResult:
     """What an expiry run removed (or, dry, would remove), with its metrics."""
 
@@ -90,22 +110,22 @@ class ExpiryResult:
     deleted_records: int
     earliest: int | None
     dry_run: bool
-    seconds: float
+    seconds: float = 0.0
 
     @property
     def deleted_files(self) -> int:
         """Every file removed: data, metadata and the snapshot or changelog files."""
         return self.deleted_data_files + self.deleted_metadata_files + self.deleted_records
 
-    def to_metadata(self) -> dict[str, int | float | None]:
-        """Metric values keyed by this module's METRIC_* constants, for Dagster."""
+    def metrics(self) -> Metrics:
+        """How much was expired and deleted."""
         return {
-            METRIC_EXPIRED: len(self.expired_ids),
-            METRIC_DELETED_FILES: self.deleted_files,
-            METRIC_DELETED_DATA_FILES: self.deleted_data_files,
-            METRIC_DELETED_METADATA_FILES: self.deleted_metadata_files,
-            METRIC_EARLIEST: self.earliest,
-            METRIC_SECONDS: round(self.seconds, 3),
+            EXPIRED: len(self.expired_ids),
+            DELETED_FILES: self.deleted_files,
+            DELETED_DATA_FILES: self.deleted_data_files,
+            DELETED_METADATA_FILES: self.deleted_metadata_files,
+            EARLIEST_KEPT: self.earliest,
+            SECONDS: round(self.seconds, 3),
         }
 
     def to_dict(self) -> dict:
@@ -435,24 +455,16 @@ def execute_expiry(
     files = files or table_files(table)
     meta = TableMetadata(table, files)
     if plan.is_empty or plan.end_id is None:
-        return ExpiryResult(
-            plan.table,
-            plan.target,
-            (),
-            0,
-            0,
-            0,
-            plan.earliest_id,
-            False,
-            time.perf_counter() - start,
-        )
+        return replace(plan.preview(), dry_run=False, seconds=time.perf_counter() - start)
     end = plan.end_id
     _check_guard(meta, plan, end)
     in_use = _used_by_latest(meta)
     data = _unused(plan.data_files, in_use, "data files")
     metadata = _unused(plan.metadata_files, in_use, "metadata files")
     deleted_data = delete_logged(files, data, "data files")
+    failpoint(DATA_FILES_EXPIRED)
     deleted_metadata = delete_logged(files, metadata, "metadata files")
+    failpoint(METADATA_EXPIRED)
     if plan.target == SNAPSHOTS:
         if plan.write_changelogs:
             _write_changelogs(meta, plan.expired_ids)
@@ -462,6 +474,7 @@ def execute_expiry(
         records = [meta.changelog_path(i) for i in plan.expired_ids]
         directory, prefix = meta.main.dir("changelog"), CHANGELOG_PREFIX
     deleted_records = delete_logged(files, records, plan.target)
+    failpoint(RECORDS_EXPIRED)
     meta.write_hint(directory, EARLIEST, end)
     remaining = meta.ids(directory, prefix)
     log.info(
@@ -473,48 +486,16 @@ def execute_expiry(
         deleted_metadata,
     )
     return ExpiryResult(
-        plan.table,
-        plan.target,
-        plan.expired_ids,
-        deleted_data,
-        deleted_metadata,
-        deleted_records,
-        remaining[0] if remaining else None,
-        False,
-        time.perf_counter() - start,
+        table=plan.table,
+        target=plan.target,
+        expired_ids=plan.expired_ids,
+        deleted_data_files=deleted_data,
+        deleted_metadata_files=deleted_metadata,
+        deleted_records=deleted_records,
+        earliest=remaining[0] if remaining else None,
+        dry_run=False,
+        seconds=time.perf_counter() - start,
     )
-
-
-def dry_run_result(plan: ExpiryPlan, seconds: float = 0.0) -> ExpiryResult:
-    """What executing the plan would delete."""
-    earliest = plan.end_id if plan.expired_ids else plan.earliest_id
-    return ExpiryResult(
-        plan.table,
-        plan.target,
-        plan.expired_ids,
-        len(plan.data_files),
-        len(plan.metadata_files),
-        len(plan.expired_ids),
-        earliest,
-        True,
-        seconds,
-    )
-
-
-def _plan_and_run(
-    table: FileStoreTable,
-    planner,
-    overrides: RetentionOverrides | None,
-    dry_run: bool,
-    now_ms: int | None,
-    files: TableFiles | None,
-) -> ExpiryResult:
-    """Plan with `planner`, then either report the plan (dry run) or carry it out."""
-    start = time.perf_counter()
-    plan = planner(table, overrides=overrides, now_ms=now_ms, files=files)
-    if dry_run:
-        return dry_run_result(plan, time.perf_counter() - start)
-    return replace(execute_expiry(table, plan, files=files), seconds=time.perf_counter() - start)
 
 
 def expire_snapshots(
@@ -526,7 +507,11 @@ def expire_snapshots(
     files: TableFiles | None = None,
 ) -> ExpiryResult:
     """Expire snapshots by the table's retention options and any overrides."""
-    return _plan_and_run(table, plan_snapshot_expiry, overrides, dry_run, now_ms, files)
+    return run_planned(
+        lambda: plan_snapshot_expiry(table, overrides=overrides, now_ms=now_ms, files=files),
+        lambda plan: execute_expiry(table, plan, files=files),
+        dry_run=dry_run,
+    )
 
 
 def expire_changelogs(
@@ -538,4 +523,8 @@ def expire_changelogs(
     files: TableFiles | None = None,
 ) -> ExpiryResult:
     """Expire long-lived changelogs by changelog.* retention (falling back to snapshot.*)."""
-    return _plan_and_run(table, plan_changelog_expiry, overrides, dry_run, now_ms, files)
+    return run_planned(
+        lambda: plan_changelog_expiry(table, overrides=overrides, now_ms=now_ms, files=files),
+        lambda plan: execute_expiry(table, plan, files=files),
+        dry_run=dry_run,
+    )

@@ -1,4 +1,4 @@
-"""Manifest compaction (ManifestFileMerger, PAIMON_SEMANTICS.md section 8), committed as a snapshot.
+"""Manifest compaction (Java's ManifestFileMerger), committed as a COMPACT snapshot.
 
 pypaimon's commits append every commit's manifests to the next base list and never merge them,
 so reads slow down commit by commit. Merging rewrites the latest snapshot's manifests into a
@@ -23,30 +23,25 @@ from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import CommitConflictError, CorruptMetadataError
-from dagster_paimon.commit.producer import (
-    ADD,
-    COMPACT,
-    CommitRequest,
-    SnapshotWriter,
-    commit_snapshot,
-    entry_identifier,
-    new_commit_identity,
-)
+from dagster_paimon.commit.producers import ManifestCompactProducer
+from dagster_paimon.commit.state import ADD, entry_identifier
+from dagster_paimon.errors import CorruptMetadataError
 from dagster_paimon.maintenance.metadata import parallel_map
 from dagster_paimon.maintenance.options import ManifestMergeOptions
+from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import TableFiles
-from dagster_paimon.storage.snapshots import create_snapshot_if_absent
+from dagster_paimon.storage.snapshots import SnapshotWriter, create_snapshot_if_absent
 from dagster_paimon.storage.warehouse import table_files
 
 log = logging.getLogger(__name__)
 
 FULL, MINOR = "full", "minor"
-METRIC_SNAPSHOT_ID = "snapshot_id"
-METRIC_MANIFESTS_BEFORE = "manifests_before"
-METRIC_MANIFESTS_AFTER = "manifests_after"
-METRIC_REWRITTEN_MANIFESTS = "rewritten_manifests"
-METRIC_SECONDS = "seconds"
+SNAPSHOT_ID = "snapshot_id"
+MANIFESTS_BEFORE = "manifests_before"
+MANIFESTS_AFTER = "manifests_after"
+REWRITTEN_MANIFESTS = "rewritten_manifests"
+SECONDS = "seconds"
+PENDING_PREFIX = "(pending-"
 
 ReadEntries = Callable[[ManifestFileMeta], list[ManifestEntry]]
 
@@ -59,15 +54,10 @@ class ManifestWriter(Protocol):
         ...
 
 
-def _identifier(e: ManifestEntry) -> tuple:
-    """The FileEntry identifier (level included: an upgrade does not cancel)."""
-    return entry_identifier(tuple(e.partition.values), e.bucket, e.file)
-
-
 def merge_entries(entries: Sequence[ManifestEntry], into: dict[tuple, ManifestEntry]) -> None:
     """FileEntry.mergeEntries: ADD puts; DELETE cancels its ADD, or stays for an earlier one."""
     for e in entries:
-        ident = _identifier(e)
+        ident = entry_identifier(e)
         if e.kind == ADD:
             if ident in into:
                 raise CorruptMetadataError(
@@ -175,7 +165,10 @@ def _full(
         return None
     with_deletes = [m for m in inputs if m.num_deleted_files > 0]
     deleted = {
-        _identifier(e) for chunk in parallel_map(read, with_deletes) for e in chunk if e.kind != ADD
+        entry_identifier(e)
+        for chunk in parallel_map(read, with_deletes)
+        for e in chunk
+        if e.kind != ADD
     }
     partitions = {ident[0] for ident in deleted}
     result: list[ManifestFileMeta] = []
@@ -190,7 +183,7 @@ def _full(
     rewritten = 0
     for m, entries in zip(to_merge, parallel_map(read, to_merge), strict=True):
         adds = [e for e in entries if e.kind == ADD]
-        kept = [e for e in adds if _identifier(e) not in deleted]
+        kept = [e for e in adds if entry_identifier(e) not in deleted]
         if must_change(m) or len(kept) < len(adds):
             survivors.extend(kept)
             rewritten += 1
@@ -227,24 +220,31 @@ class RollingWriter:
         return metas
 
 
-class EstimatingWriter:
-    """A dry run's writer: how many manifests the entries would make, writing nothing."""
+class DeferredWriter:
+    """A planning writer: estimates the manifests entries would make and keeps the entries.
+
+    Each write returns placeholders (one per target size of estimated bytes) sharing a group;
+    `materialize` writes every group for real, in order, once the plan is executed.
+    """
 
     def __init__(self, inputs: Sequence[ManifestFileMeta], target_size: int):
         entries = sum(m.num_added_files + m.num_deleted_files for m in inputs)
         self.bytes_per_entry = sum(m.file_size for m in inputs) / max(1, entries)
         self.target_size = target_size
+        self.groups: list[list[ManifestEntry]] = []
 
     def write(self, entries: list[ManifestEntry]) -> list[ManifestFileMeta]:
-        """Placeholders, one per target size of estimated bytes."""
+        """Placeholders named after their group, with estimated sizes."""
         if not entries:
             return []
+        group = len(self.groups)
+        self.groups.append(entries)
         size = int(len(entries) * self.bytes_per_entry)
         count = max(1, math.ceil(size / self.target_size))
         deletes = sum(1 for e in entries if e.kind != ADD)
         return [
             ManifestFileMeta(
-                file_name=f"(dry-run-{n})",
+                file_name=f"{PENDING_PREFIX}{group}-{n})",
                 file_size=size // count,
                 num_added_files=len(entries) - deletes,
                 num_deleted_files=deletes,
@@ -254,6 +254,22 @@ class EstimatingWriter:
             for n in range(count)
         ]
 
+    def materialize(
+        self, manifests: list[ManifestFileMeta], writer: ManifestWriter
+    ) -> list[ManifestFileMeta]:
+        """The manifest list with every placeholder group written by `writer`."""
+        result: list[ManifestFileMeta] = []
+        written: set[str] = set()
+        for m in manifests:
+            if not m.file_name.startswith(PENDING_PREFIX):
+                result.append(m)
+                continue
+            group = m.file_name[len(PENDING_PREFIX) :].split("-", 1)[0]
+            if group not in written:
+                written.add(group)
+                result.extend(writer.write(self.groups[int(group)]))
+        return result
+
 
 def entry_reader(table: FileStoreTable) -> ReadEntries:
     """Read a manifest with value statistics kept: merged entries are written back as read."""
@@ -261,7 +277,7 @@ def entry_reader(table: FileStoreTable) -> ReadEntries:
     return lambda m: manager.read(m.file_name, drop_stats=False, file_size=m.file_size)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ManifestCompactionResult:
     """What compact-manifests committed (or, dry, would commit), with its metrics."""
 
@@ -274,20 +290,20 @@ class ManifestCompactionResult:
     manifests_before: int
     manifests_after: int
     rewritten_manifests: int
-    seconds: float
+    seconds: float = 0.0
 
-    def to_metadata(self) -> dict[str, int | float | None]:
-        """Metric values keyed by this module's METRIC_* constants, for Dagster."""
+    def metrics(self) -> Metrics:
+        """Manifests before and after."""
         return {
-            METRIC_SNAPSHOT_ID: self.snapshot_id,
-            METRIC_MANIFESTS_BEFORE: self.manifests_before,
-            METRIC_MANIFESTS_AFTER: self.manifests_after,
-            METRIC_REWRITTEN_MANIFESTS: self.rewritten_manifests,
-            METRIC_SECONDS: round(self.seconds, 3),
+            SNAPSHOT_ID: self.snapshot_id,
+            MANIFESTS_BEFORE: self.manifests_before,
+            MANIFESTS_AFTER: self.manifests_after,
+            REWRITTEN_MANIFESTS: self.rewritten_manifests,
+            SECONDS: round(self.seconds, 3),
         }
 
     def to_dict(self) -> dict:
-        """The compact-manifests JSON of DESIGN.md section 6."""
+        """The compact-manifests JSON of the CLI contract."""
         return {
             "table": self.table,
             "snapshot_id": self.snapshot_id,
@@ -311,46 +327,31 @@ class ManifestCompactionResult:
         return f"{self.table}: committed snapshot {self.snapshot_id} ({self.mode}), {change}"
 
 
-class _Attempts:
-    """Merges per base snapshot: a retry after a lost race merges the new latest again."""
+@dataclass(frozen=True)
+class ManifestCompactionPlan:
+    """The merge of one snapshot's manifests, decided with the merged entries kept in memory."""
 
-    def __init__(self, table: FileStoreTable, options: ManifestMergeOptions, files: TableFiles):
-        self.table = table
-        self.options = options
-        self.files = files
-        self.writer = RollingWriter(table, options.target_size)
-        self.outcomes: dict[int, tuple[int, MergeOutcome]] = {}
+    table: str
+    full: bool
+    base_snapshot_id: int | None
+    manifests_before: int = 0
+    outcome: MergeOutcome | None = None
+    pending: DeferredWriter | None = None
 
-    def merge(self, latest: Snapshot) -> tuple[int, MergeOutcome]:
-        """(manifests before, merge outcome) for a base snapshot, computed once."""
-        if latest.id not in self.outcomes:
-            inputs = ManifestListManager(self.table).read_all(latest)
-            outcome = merge_manifests(
-                inputs,
-                entry_reader(self.table),
-                self.writer,
-                self.options,
-                partitioned=bool(self.table.partition_keys),
-            )
-            self.outcomes[latest.id] = (len(inputs), outcome)
-        return self.outcomes[latest.id]
-
-    def base_for(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
-        """The commit's base list: the merged manifests of whatever is latest now."""
-        if latest is None:
-            raise CommitConflictError(f"{self.table.identifier.get_full_name()} has no snapshot")
-        return self.merge(latest)[1].manifests
-
-    def discard(self, keep: frozenset[str] | set[str] = frozenset()) -> None:
-        """Remove manifests this run wrote that no committed snapshot references."""
-        base = f"{self.table.table_path.rstrip('/')}/manifest"
-        self.files.delete_files([f"{base}/{n}" for n in self.writer.written if n not in keep])
-
-
-def _require_snapshot(latest: Snapshot | None, _entries: list[ManifestEntry]) -> None:
-    """Manifest compaction needs a snapshot to compact."""
-    if latest is None:
-        raise CommitConflictError("the table has no snapshot to compact manifests of")
+    def preview(self) -> ManifestCompactionResult:
+        """The merge, with the number of rolled output manifests estimated."""
+        outcome = self.outcome
+        return ManifestCompactionResult(
+            table=self.table,
+            snapshot_id=None,
+            base_snapshot_id=self.base_snapshot_id,
+            full=self.full,
+            dry_run=True,
+            mode=outcome.mode if outcome else None,
+            manifests_before=self.manifests_before,
+            manifests_after=len(outcome.manifests) if outcome else self.manifests_before,
+            rewritten_manifests=outcome.rewritten if outcome else 0,
+        )
 
 
 def _merge_options(table: FileStoreTable, full: bool) -> ManifestMergeOptions:
@@ -359,91 +360,90 @@ def _merge_options(table: FileStoreTable, full: bool) -> ManifestMergeOptions:
     return options.forced_full() if full else options
 
 
+def _merge(
+    table: FileStoreTable,
+    inputs: list[ManifestFileMeta],
+    options: ManifestMergeOptions,
+    writer: ManifestWriter,
+) -> tuple[int, MergeOutcome]:
+    """(manifests before, merge outcome) of a snapshot's manifests."""
+    outcome = merge_manifests(
+        inputs, entry_reader(table), writer, options, partitioned=bool(table.partition_keys)
+    )
+    return len(inputs), outcome
+
+
 def plan_manifest_compaction(
     table: FileStoreTable, *, full: bool = False
-) -> ManifestCompactionResult:
-    """What compaction would do to the latest snapshot's manifests, writing nothing.
-
-    The merge runs on the real entries; only the number of rolled output files is estimated.
-    """
-    start = time.perf_counter()
-    options = _merge_options(table, full)
+) -> ManifestCompactionPlan:
+    """Merge the latest snapshot's manifests in memory; nothing is written."""
     name = str(table.identifier.get_full_name())
-    result = ManifestCompactionResult(name, None, None, full, True, None, 0, 0, 0, 0.0)
     latest = table.snapshot_manager().get_latest_snapshot()
     if latest is None:
-        return result
+        return ManifestCompactionPlan(name, full, None)
+    options = _merge_options(table, full)
     inputs = ManifestListManager(table).read_all(latest)
-    writer = EstimatingWriter(inputs, options.target_size)
-    partitioned = bool(table.partition_keys)
-    outcome = merge_manifests(inputs, entry_reader(table), writer, options, partitioned=partitioned)
-    return replace(
-        result,
-        base_snapshot_id=latest.id,
-        mode=outcome.mode,
-        manifests_before=len(inputs),
-        manifests_after=len(outcome.manifests),
-        rewritten_manifests=outcome.rewritten,
-        seconds=time.perf_counter() - start,
-    )
+    pending = DeferredWriter(inputs, options.target_size)
+    before, outcome = _merge(table, inputs, options, pending)
+    return ManifestCompactionPlan(name, full, latest.id, before, outcome, pending)
 
 
-def compact_manifests(
+class _Merges:
+    """ManifestMerge for the commit: the plan's merge on its base, a fresh merge after a race."""
+
+    def __init__(self, table: FileStoreTable, plan: ManifestCompactionPlan, files: TableFiles):
+        self.table = table
+        self.plan = plan
+        self.files = files
+        self.writer = RollingWriter(table, _merge_options(table, plan.full).target_size)
+        self.outcomes: dict[int, tuple[int, MergeOutcome]] = {}
+
+    def merged(self, latest: Snapshot) -> list[ManifestFileMeta]:
+        """The merged manifests of `latest`, written once per snapshot."""
+        if latest.id not in self.outcomes:
+            plan = self.plan
+            if latest.id == plan.base_snapshot_id and plan.outcome and plan.pending:
+                written = plan.pending.materialize(plan.outcome.manifests, self.writer)
+                outcome = replace(plan.outcome, manifests=written)
+                self.outcomes[latest.id] = (plan.manifests_before, outcome)
+            else:
+                options = _merge_options(self.table, plan.full)
+                inputs = ManifestListManager(self.table).read_all(latest)
+                self.outcomes[latest.id] = _merge(self.table, inputs, options, self.writer)
+        return self.outcomes[latest.id][1].manifests
+
+    def discard(self, keep: frozenset[str] | set[str] = frozenset()) -> None:
+        """Remove manifests this run wrote that no committed snapshot references."""
+        base = f"{self.table.table_path.rstrip('/')}/manifest"
+        self.files.delete_files([f"{base}/{n}" for n in self.writer.written if n not in keep])
+
+
+def execute_manifest_compaction(
     table: FileStoreTable,
+    plan: ManifestCompactionPlan,
     *,
-    full: bool = False,
-    dry_run: bool = False,
     files: TableFiles | None = None,
     snapshot_writer: SnapshotWriter = create_snapshot_if_absent,
 ) -> ManifestCompactionResult:
-    """Merge the latest snapshot's manifests and commit them as a COMPACT snapshot.
+    """Write the merged manifests and commit them as the base list of a COMPACT snapshot.
 
-    full forces a full compaction whatever the thresholds (Java's compact_manifest
-    procedure); otherwise the table's manifest.* options decide, exactly as at commit time.
-    Manifests written by a failed or losing attempt are removed; the table is unchanged on
-    any failure.
+    A commit that lost a race merges the new latest snapshot's manifests again. Manifests of
+    failed or losing attempts are removed; the table is unchanged on any failure.
     """
-    if dry_run:
-        return plan_manifest_compaction(table, full=full)
     start = time.perf_counter()
-    name = str(table.identifier.get_full_name())
-    result = ManifestCompactionResult(name, None, None, full, False, None, 0, 0, 0, 0.0)
-    latest = table.snapshot_manager().get_latest_snapshot()
-    if latest is None:
-        return result
-    attempts = _Attempts(table, _merge_options(table, full), files or table_files(table))
-    try:
-        before, outcome = attempts.merge(latest)
-    except BaseException:
-        attempts.discard()
-        raise
-    if outcome.mode is None:
-        attempts.discard()
-        return replace(
-            result,
-            base_snapshot_id=latest.id,
-            manifests_before=before,
-            manifests_after=before,
-            seconds=time.perf_counter() - start,
-        )
-    user, ident = new_commit_identity(None, None)
-    request = CommitRequest(
-        COMPACT,
-        lambda _latest: [],
-        _require_snapshot,
-        user,
-        ident,
-        attempts.discard,
-        base_manifests=attempts.base_for,
+    result = replace(plan.preview(), dry_run=False, manifests_after=plan.manifests_before)
+    if plan.outcome is None or plan.outcome.mode is None:
+        return replace(result, mode=None, rewritten_manifests=0)
+    merges = _Merges(table, plan, files or table_files(table))
+    committed = (
+        ManifestCompactProducer(table, merges, snapshot_writer=snapshot_writer).commit().snapshot
     )
-    committed = commit_snapshot(table, request, snapshot_writer=snapshot_writer).snapshot
-    kept = {m.file_name for m in ManifestListManager(table).read_base(committed)}
-    attempts.discard(keep=kept)
+    merges.discard(keep={m.file_name for m in ManifestListManager(table).read_base(committed)})
     base_id = committed.id - 1
-    before, outcome = attempts.outcomes.get(base_id, (before, outcome))
+    before, outcome = merges.outcomes[base_id]
     log.info(
         "compacted manifests of %s (%s): %d -> %d in snapshot %d",
-        name,
+        plan.table,
         outcome.mode,
         before,
         len(outcome.manifests),
@@ -458,4 +458,26 @@ def compact_manifests(
         manifests_after=len(outcome.manifests),
         rewritten_manifests=outcome.rewritten,
         seconds=time.perf_counter() - start,
+    )
+
+
+def compact_manifests(
+    table: FileStoreTable,
+    *,
+    full: bool = False,
+    dry_run: bool = False,
+    files: TableFiles | None = None,
+    snapshot_writer: SnapshotWriter = create_snapshot_if_absent,
+) -> ManifestCompactionResult:
+    """Merge the latest snapshot's manifests and, unless dry_run, commit them.
+
+    full forces a full compaction whatever the thresholds (Java's compact_manifest procedure);
+    otherwise the table's manifest.* options decide, exactly as at commit time.
+    """
+    return run_planned(
+        lambda: plan_manifest_compaction(table, full=full),
+        lambda plan: execute_manifest_compaction(
+            table, plan, files=files, snapshot_writer=snapshot_writer
+        ),
+        dry_run=dry_run,
     )

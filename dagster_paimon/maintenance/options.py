@@ -5,29 +5,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from pypaimon.common.memory_size import MemorySize
-from pypaimon.common.time_utils import parse_duration
-
-from dagster_paimon.lsm.model.options import (
-    CHANGELOG_PRODUCER,
-    CHANGELOG_PRODUCERS,
-    _at_least,
-    _bool,
-    _choice,
-    _parse,
+from dagster_paimon.options import (
+    CHANGELOG_RETAIN_MAX,
+    CHANGELOG_RETAIN_MIN,
+    CHANGELOG_TIME_RETAINED,
+    CONSUMER_CHANGELOG_ONLY,
+    MANIFEST_FULL_COMPACTION_SIZE,
+    MANIFEST_MERGE_MIN_COUNT,
+    MANIFEST_TARGET_SIZE,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_RETAIN_MAX,
+    SNAPSHOT_RETAIN_MIN,
+    SNAPSHOT_TIME_RETAINED,
+    at_least,
+    changelog_producer,
+    duration_ms,
+    flag,
+    memory_bytes,
+    read_option,
 )
-
-SNAPSHOT_RETAIN_MIN = "snapshot.num-retained.min"
-SNAPSHOT_RETAIN_MAX = "snapshot.num-retained.max"
-SNAPSHOT_TIME_RETAINED = "snapshot.time-retained"
-SNAPSHOT_EXPIRE_LIMIT = "snapshot.expire.limit"
-CHANGELOG_RETAIN_MIN = "changelog.num-retained.min"
-CHANGELOG_RETAIN_MAX = "changelog.num-retained.max"
-CHANGELOG_TIME_RETAINED = "changelog.time-retained"
-CONSUMER_CHANGELOG_ONLY = "consumer.changelog-only"
-MANIFEST_TARGET_SIZE = "manifest.target-file-size"
-MANIFEST_MERGE_MIN_COUNT = "manifest.merge-min-count"
-MANIFEST_FULL_COMPACTION_SIZE = "manifest.full-compaction-threshold-size"
 
 INT_MAX = 2**31 - 1
 HOUR_MS = 3_600_000
@@ -82,11 +78,6 @@ class RetentionOverrides:
         return replace(retention, **given)
 
 
-def parse_duration_ms(text: str) -> int:
-    """A Paimon duration ('1 h', '30min', '2d'; a bare number is milliseconds) in ms."""
-    return int(parse_duration(text))
-
-
 @dataclass(frozen=True)
 class ExpireConfig:
     """Snapshot and changelog retention; changelog kept longer means 'decoupled'."""
@@ -110,29 +101,28 @@ class ExpireConfig:
     ) -> ExpireConfig:
         """Table options, then overrides; unset changelog.* follow the snapshot values in use."""
         snapshot = Retention(
-            retain_min=_parse(options, SNAPSHOT_RETAIN_MIN, _at_least(1), 10),
-            retain_max=_parse(options, SNAPSHOT_RETAIN_MAX, _at_least(1), INT_MAX),
-            time_retained_ms=_parse(options, SNAPSHOT_TIME_RETAINED, parse_duration_ms, HOUR_MS),
-            max_deletes=_parse(options, SNAPSHOT_EXPIRE_LIMIT, _at_least(1), 50),
+            retain_min=read_option(options, SNAPSHOT_RETAIN_MIN, at_least(1), 10),
+            retain_max=read_option(options, SNAPSHOT_RETAIN_MAX, at_least(1), INT_MAX),
+            time_retained_ms=read_option(options, SNAPSHOT_TIME_RETAINED, duration_ms, HOUR_MS),
+            max_deletes=read_option(options, SNAPSHOT_EXPIRE_LIMIT, at_least(1), 50),
         )
         snapshot = (snapshot_overrides or RetentionOverrides()).apply(snapshot)
         changelog = Retention(
-            retain_min=_parse(options, CHANGELOG_RETAIN_MIN, _at_least(1), snapshot.retain_min),
-            retain_max=_parse(options, CHANGELOG_RETAIN_MAX, _at_least(1), snapshot.retain_max),
-            time_retained_ms=_parse(
-                options, CHANGELOG_TIME_RETAINED, parse_duration_ms, snapshot.time_retained_ms
+            retain_min=read_option(options, CHANGELOG_RETAIN_MIN, at_least(1), snapshot.retain_min),
+            retain_max=read_option(options, CHANGELOG_RETAIN_MAX, at_least(1), snapshot.retain_max),
+            time_retained_ms=read_option(
+                options, CHANGELOG_TIME_RETAINED, duration_ms, snapshot.time_retained_ms
             ),
             max_deletes=snapshot.max_deletes,
         )
         changelog = (changelog_overrides or RetentionOverrides()).apply(changelog)
         snapshot.validate()
         changelog.validate()
-        producer = _parse(options, CHANGELOG_PRODUCER, _choice(CHANGELOG_PRODUCERS), "none")
         return cls(
             snapshot=snapshot,
             changelog=changelog,
-            consumer_changelog_only=_parse(options, CONSUMER_CHANGELOG_ONLY, _bool, False),
-            produce_changelog=producer != "none",
+            consumer_changelog_only=flag(options, CONSUMER_CHANGELOG_ONLY),
+            produce_changelog=changelog_producer(options) != "none",
         )
 
 
@@ -148,10 +138,10 @@ class ManifestMergeOptions:
     def from_table_options(cls, options: Mapping[str, str]) -> ManifestMergeOptions:
         """Parse the manifest.* options; bad values raise InvalidOptionError."""
         return cls(
-            target_size=_parse(options, MANIFEST_TARGET_SIZE, MemorySize.parse_bytes, 8 * MIB),
-            min_count=_parse(options, MANIFEST_MERGE_MIN_COUNT, _at_least(1), 30),
-            full_compaction_size=_parse(
-                options, MANIFEST_FULL_COMPACTION_SIZE, MemorySize.parse_bytes, 16 * MIB
+            target_size=read_option(options, MANIFEST_TARGET_SIZE, memory_bytes, 8 * MIB),
+            min_count=read_option(options, MANIFEST_MERGE_MIN_COUNT, at_least(1), 30),
+            full_compaction_size=read_option(
+                options, MANIFEST_FULL_COMPACTION_SIZE, memory_bytes, 16 * MIB
             ),
         )
 

@@ -24,17 +24,18 @@ from dagster_paimon.maintenance.metadata import (
 )
 from dagster_paimon.maintenance.options import DAY_MS
 from dagster_paimon.maintenance.references import UsedFiles, collect_used, referrers
+from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import FileStatus, TableFiles, delete_logged
 from dagster_paimon.storage.warehouse import table_files
 
 log = logging.getLogger(__name__)
 
 BUCKET_PREFIX = "bucket-"
-METRIC_ORPHANS = "orphans"
-METRIC_DELETED = "deleted"
-METRIC_BYTES = "bytes"
-METRIC_SCANNED_FILES = "scanned_files"
-METRIC_SECONDS = "seconds"
+ORPHANS = "orphans"
+DELETED = "deleted"
+BYTES = "bytes"
+SCANNED_FILES = "scanned_files"
+SECONDS = "seconds"
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,19 @@ class OrphanPlan:
         """Bytes the orphans occupy."""
         return sum(f.size for f in self.orphans)
 
+    def preview(self) -> OrphanResult:
+        """The orphans, none deleted."""
+        return OrphanResult(
+            table=self.table,
+            orphans=tuple(s.path for s in self.orphans),
+            deleted=0,
+            bytes=self.bytes,
+            scanned_files=self.scanned_files,
+            dry_run=True,
+        )
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class OrphanResult:
     """What remove-orphans deleted (or, dry, would delete), with its metrics."""
 
@@ -62,16 +74,16 @@ class OrphanResult:
     bytes: int
     scanned_files: int
     dry_run: bool
-    seconds: float
+    seconds: float = 0.0
 
-    def to_metadata(self) -> dict[str, int | float]:
-        """Metric values keyed by this module's METRIC_* constants, for Dagster."""
+    def metrics(self) -> Metrics:
+        """Orphans found and deleted."""
         return {
-            METRIC_ORPHANS: len(self.orphans),
-            METRIC_DELETED: self.deleted,
-            METRIC_BYTES: self.bytes,
-            METRIC_SCANNED_FILES: self.scanned_files,
-            METRIC_SECONDS: round(self.seconds, 3),
+            ORPHANS: len(self.orphans),
+            DELETED: self.deleted,
+            BYTES: self.bytes,
+            SCANNED_FILES: self.scanned_files,
+            SECONDS: round(self.seconds, 3),
         }
 
     def to_dict(self) -> dict:
@@ -181,14 +193,12 @@ def execute_orphan_removal(
     start = time.perf_counter()
     paths = [s.path for s in plan.orphans if not s.is_dir and s.mtime_ms < plan.cutoff_ms]
     deleted = delete_logged(files or table_files(table), paths, "orphan files")
-    return OrphanResult(
-        plan.table,
-        tuple(paths),
-        deleted,
-        plan.bytes,
-        plan.scanned_files,
-        False,
-        time.perf_counter() - start,
+    return replace(
+        plan.preview(),
+        orphans=tuple(paths),
+        deleted=deleted,
+        dry_run=False,
+        seconds=time.perf_counter() - start,
     )
 
 
@@ -201,12 +211,10 @@ def remove_orphans(
     files: TableFiles | None = None,
 ) -> OrphanResult:
     """Find and (unless dry_run) delete orphan files older than the threshold."""
-    start = time.perf_counter()
-    plan = plan_orphan_removal(table, older_than_ms=older_than_ms, now_ms=now_ms, files=files)
-    if dry_run:
-        paths = tuple(s.path for s in plan.orphans)
-        return OrphanResult(
-            plan.table, paths, 0, plan.bytes, plan.scanned_files, True, time.perf_counter() - start
-        )
-    result = execute_orphan_removal(table, plan, files=files)
-    return replace(result, seconds=time.perf_counter() - start)
+    return run_planned(
+        lambda: plan_orphan_removal(
+            table, older_than_ms=older_than_ms, now_ms=now_ms, files=files
+        ),
+        lambda plan: execute_orphan_removal(table, plan, files=files),
+        dry_run=dry_run,
+    )

@@ -10,7 +10,9 @@ from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql import SparkSession
 
 from dagster_paimon.lsm.compaction.executor import discard_results
-from dagster_paimon.lsm.compaction.task import CompactResult, CompactTask, TableRef, run_task
+from dagster_paimon.lsm.compaction.plan import TaskPlan
+from dagster_paimon.lsm.compaction.task import CompactResult, run_task
+from dagster_paimon.table import TableRef
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,7 @@ def _portable(error: BaseException) -> BaseException:
     return error
 
 
-def run_remote(item: tuple[TableRef, CompactTask]) -> Outcome:
+def run_remote(item: tuple[TableRef, TaskPlan]) -> Outcome:
     """Executor side: reopen the table and run one task; an error is returned, not raised.
 
     Returning errors lets the driver see every task's outcome, so it can delete the files of
@@ -36,7 +38,7 @@ def run_remote(item: tuple[TableRef, CompactTask]) -> Outcome:
     try:
         return run_task(ref.open(), task), None
     except Exception as e:
-        log.exception("compaction of bucket %d failed", task.plan.bucket)
+        log.exception("compaction of bucket %d failed", task.bucket)
         return None, _portable(e)
 
 
@@ -52,7 +54,7 @@ class SparkExecutor:
         self.spark = spark
 
     def run(
-        self, table: FileStoreTable, ref: TableRef, tasks: Sequence[CompactTask]
+        self, table: FileStoreTable, ref: TableRef, tasks: Sequence[TaskPlan]
     ) -> list[CompactResult]:
         """Results in task order; on any task error the others' new files are deleted."""
         if not tasks:

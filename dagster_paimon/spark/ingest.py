@@ -13,65 +13,33 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import pyarrow as pa
-from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.schema.table_schema import TableSchema
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 
 from dagster_paimon import errors
-from dagster_paimon.commit.producer import ADD
-from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
+from dagster_paimon.commit.state import find_landed
+from dagster_paimon.ingest.arrow import MODES
 from dagster_paimon.ingest.bucket import binary_row_hashes, buckets_of, fixed_bucket_count
-from dagster_paimon.ingest.commit import find_commit
 from dagster_paimon.ingest.layout import (
     BUCKET_COLUMN,
     ORDINAL_COLUMN,
     cast_column,
+    check_writable,
     plan_write_layout,
 )
+from dagster_paimon.ingest.result import IngestResult
+from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
 from dagster_paimon.spark.session import activate
 from dagster_paimon.spark.source import CATALOG_PREFIX, COMMIT_USER_OPTION, SOURCE_NAME
 from dagster_paimon.table import open_table
 
-MODES = ("append", "overwrite")
 FORMATS = ("parquet", "csv", "json")
 _OUR_ERROR = re.compile(r"dagster_paimon\.errors\.(\w+): (.+)")
-
-
-@dataclass(frozen=True)
-class IngestReport:
-    """What an ingest committed: its snapshot (None if nothing was written) and its size.
-
-    `rows` counts the records the snapshot added: input rows with duplicate keys folded.
-    """
-
-    table: str
-    snapshot_id: int | None
-    commit_kind: str | None
-    rows: int
-    files: int
-    buckets: int
-    seconds: float
-
-    def to_dict(self) -> dict:
-        """The ingest JSON of DESIGN.md section 6."""
-        return {
-            "table": self.table,
-            "snapshot_id": self.snapshot_id,
-            "commit_kind": self.commit_kind,
-            "rows": self.rows,
-            "files": self.files,
-            "buckets": self.buckets,
-            "seconds": round(self.seconds, 3),
-        }
 
 
 def distribute(df: DataFrame, schema: TableSchema) -> DataFrame:
@@ -113,14 +81,6 @@ def spark_errors() -> Iterator[None]:
         raise
 
 
-def _snapshot_counts(table: FileStoreTable, snapshot: Snapshot) -> tuple[int, int, int]:
-    """Rows, files and buckets a snapshot added (its delta's ADD entries)."""
-    metas = ManifestListManager(table).read_delta(snapshot)
-    added = [e for e in ManifestFileManager(table).read_entries_parallel(metas) if e.kind == ADD]
-    buckets = {(tuple(e.partition.values), e.bucket) for e in added}
-    return sum(e.file.row_count for e in added), len(added), len(buckets)
-
-
 def ingest_dataframe(
     df: DataFrame,
     warehouse: str,
@@ -128,7 +88,7 @@ def ingest_dataframe(
     *,
     mode: str = "append",
     catalog_options: Mapping[str, str] | None = None,
-) -> IngestReport:
+) -> IngestResult:
     """Write a DataFrame into a primary-key table as level-0 files in one snapshot.
 
     Input errors (schema, bucket mode) are raised before Spark runs anything; a failed write
@@ -138,7 +98,7 @@ def ingest_dataframe(
         raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
     start = time.perf_counter()
     table = open_table(warehouse, identifier, catalog_options)
-    fixed_bucket_count(table.table_schema)
+    check_writable(table)
     plan_write_layout(table.table_schema, to_arrow_schema(df.schema, timezone="UTC"))
     before = table.snapshot_manager().get_latest_snapshot()
     commit_user = f"dagster-paimon-ingest-{uuid.uuid4()}"
@@ -153,17 +113,8 @@ def ingest_dataframe(
     activate(df.sparkSession)
     with spark_errors():
         writer.save(identifier)
-    snapshot = find_commit(table, commit_user, None, before.id if before else None)
-    rows, files, buckets = _snapshot_counts(table, snapshot) if snapshot else (0, 0, 0)
-    return IngestReport(
-        identifier,
-        snapshot.id if snapshot else None,
-        snapshot.commit_kind if snapshot else None,
-        rows,
-        files,
-        buckets,
-        time.perf_counter() - start,
-    )
+    snapshot = find_landed(table, commit_user, after=before.id if before else None)
+    return IngestResult.of(table, snapshot, time.perf_counter() - start)
 
 
 def cast_to_table(df: DataFrame, schema: TableSchema) -> DataFrame:
@@ -188,7 +139,7 @@ def ingest_files(
     fmt: str = "parquet",
     mode: str = "append",
     catalog_options: Mapping[str, str] | None = None,
-) -> IngestReport:
+) -> IngestResult:
     """Read parquet, CSV (with a header) or JSON lines from a path and ingest them."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {list(FORMATS)}, got {fmt!r}")

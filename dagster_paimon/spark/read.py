@@ -11,39 +11,28 @@ from pyspark.sql.datasource import InputPartition
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.io.kv import key_columns
-from dagster_paimon.lsm.model.levels import Levels, read_levels
+from dagster_paimon.io.read import read_run, run_batch_rows
 from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
-from dagster_paimon.lsm.model.options import DELETION_VECTORS, CompactionOptions
-from dagster_paimon.lsm.compaction.task import OUTPUT_BATCH_ROWS, READ_BUFFER_ROWS, read_run
+from dagster_paimon.lsm.model.levels import Levels, read_levels
+from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import LevelSortedRun
+from dagster_paimon.options import DELETION_VECTORS, flag
+from dagster_paimon.partition import Partition
 
 
 class BucketSplit(InputPartition):
     """One (partition, bucket) of a snapshot: the files a Spark task merges on read."""
 
-    def __init__(self, partition: tuple, bucket: int, files: tuple[DataFileMeta, ...]):
+    def __init__(self, partition: Partition, bucket: int, files: tuple[DataFileMeta, ...]):
         super().__init__((partition, bucket))
         self.partition = partition
         self.bucket = bucket
         self.files = files
 
 
-def parse_partition_spec(text: str | None) -> dict[str, str] | None:
-    """`K=V[,K=V]` (values as Paimon spells them in paths) into a dict; None when absent."""
-    if not text:
-        return None
-    spec: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip() or key.strip() in spec:
-            raise ValueError(f"partition must look like K=V[,K=V], got {text!r}")
-        spec[key.strip()] = value.strip()
-    return spec
-
-
 def check_readable(table: FileStoreTable) -> None:
     """Deletion vectors mark rows our merge would not know are gone; refuse those tables."""
-    if CompactionOptions.from_table_options(table.table_schema.options).deletion_vectors_enabled:
+    if flag(table.table_schema.options, DELETION_VECTORS):
         raise InvalidOptionError(
             f"table option '{DELETION_VECTORS}' is true: reading deletion vectors is not "
             "supported by the paimon Spark source; read the table with pypaimon"
@@ -55,7 +44,7 @@ def plan_splits(
 ) -> list[BucketSplit]:
     """One split per live (partition, bucket) of the latest snapshot, in the given partition."""
     return [
-        BucketSplit(b.partition_values, b.bucket, tuple(b.levels.all_files()))
+        BucketSplit(b.partition, b.bucket, tuple(b.levels.all_files()))
         for b in read_levels(table, partition=partition).buckets
     ]
 
@@ -73,8 +62,10 @@ def read_split(
     runs = Levels(split.files, options.num_levels).level_sorted_runs()
     if not runs:
         return
-    batch_rows = max(1024, READ_BUFFER_ROWS // len(runs))
-    streams = [read_run(table, split.partition, split.bucket, r.run, batch_rows) for r in runs]
+    batch_rows = run_batch_rows(len(runs))
+    streams = [
+        read_run(table, split.partition, split.bucket, r.run.files, batch_rows) for r in runs
+    ]
     if _raw_readable(runs):
         merged: Iterator[pa.RecordBatch] = iter(streams[0])
     else:
@@ -83,7 +74,6 @@ def read_split(
             MergeEngine.for_table(table.table_schema),
             drop_delete=True,
             key_columns=key_columns(table.table_schema),
-            max_batch_rows=OUTPUT_BATCH_ROWS,
         )
     for batch in merged:
         if batch.num_rows:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pypaimon.common.options import config as catalog_config
 from pypaimon.common.options.config_option import ConfigOption
-from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
@@ -31,13 +30,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
-from dagster_paimon.io.kv import value_schema
-from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.lsm.model.options import CHANGELOG_PRODUCER, CompactionOptions
-from dagster_paimon.lsm.compaction.task import TableRef
-from dagster_paimon.ingest.bucket import fixed_bucket_count
-from dagster_paimon.ingest.commit import commit_ingest, discard_writes, find_commit
+from dagster_paimon.commit.state import find_landed
+from dagster_paimon.errors import SchemaMismatchError
+from dagster_paimon.ingest.commit import commit_ingest, discard_writes
+from dagster_paimon.ingest.layout import WriteLayout, check_writable, plan_write_layout
 from dagster_paimon.ingest.level0 import (
     SEQUENCE_STRIDE,
     BucketKey,
@@ -45,14 +41,11 @@ from dagster_paimon.ingest.level0 import (
     Level0Writer,
     max_sequences,
 )
-from dagster_paimon.spark.read import (
-    BucketSplit,
-    check_readable,
-    parse_partition_spec,
-    plan_splits,
-    read_split,
-)
-from dagster_paimon.ingest.layout import WriteLayout, plan_write_layout
+from dagster_paimon.io.kv import value_schema
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.partition import Partition, parse_partition_spec
+from dagster_paimon.spark.read import BucketSplit, check_readable, plan_splits, read_split
+from dagster_paimon.table import TableRef
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +100,7 @@ class IngestMessage(WriterCommitMessage):
 
     task: int
     rows: int
-    partitions: tuple[tuple, ...]
+    partitions: tuple[Partition, ...]
     writes: tuple[BucketWrite, ...]
 
 
@@ -124,10 +117,10 @@ def check_one_task_per_bucket(messages: list[IngestMessage]) -> None:
     owner: dict[BucketKey, int] = {}
     for m in messages:
         for w in m.writes:
-            key = (tuple(w.partition), w.bucket)
+            key = (w.partition, w.bucket)
             if owner.setdefault(key, m.task) != m.task:
                 raise ValueError(
-                    f"bucket {w.bucket} of partition {list(w.partition)} was written by Spark "
+                    f"bucket {w.bucket} of partition {w.partition.label()} was written by Spark "
                     f"tasks {owner[key]} and {m.task}: a distributed input must keep each bucket "
                     "in one partition (use dagster_paimon.spark.ingest.distribute)"
                 )
@@ -187,7 +180,7 @@ class PaimonWriter(DataSourceArrowWriter):
         if self.overwrite:
             replaced = {p for m in done for p in m.partitions}
             if not table.partition_keys:
-                replaced = {()}
+                replaced = {Partition((), ())}
         commit_ingest(
             table,
             writes,
@@ -199,7 +192,8 @@ class PaimonWriter(DataSourceArrowWriter):
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Delete the files of reported tasks, unless a snapshot of this write did land."""
         table = self.ref.open()
-        if find_commit(table, self.commit_user, self.identifier, self.base_snapshot) is not None:
+        landed = find_landed(table, self.commit_user, self.identifier, after=self.base_snapshot)
+        if landed is not None:
             log.warning("write aborted after its snapshot landed; keeping its files")
             return
         discard_writes(
@@ -238,24 +232,6 @@ class PaimonReader(DataSourceReader):
             yield batch
 
 
-def _check_writable(ref: TableRef) -> FileStoreTable:
-    """Open the table and refuse layouts whose writes need files we do not produce."""
-    table = ref.open()
-    fixed_bucket_count(table.table_schema)
-    options = CompactionOptions.from_table_options(table.table_schema.options)
-    if options.changelog_producer == "input":
-        raise InvalidOptionError(
-            f"table option '{CHANGELOG_PRODUCER}' is 'input': every write would also have to "
-            "produce changelog files, which the paimon Spark source does not write"
-        )
-    fmt = str(table.options.file_format("parquet")).lower()
-    if fmt != "parquet":
-        raise InvalidOptionError(
-            f"table option 'file.format' is {fmt!r}: ingest writes parquet only"
-        )
-    return table
-
-
 class PaimonDataSource(DataSource):
     """`format("paimon")`: options warehouse, catalog.*, commit.user (write), partition (read)."""
 
@@ -282,7 +258,8 @@ class PaimonDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> PaimonWriter:
         """Check the input schema and read each bucket's maximum sequence number, once."""
         ref = table_ref(self.options)
-        table = _check_writable(ref)
+        table = ref.open()
+        check_writable(table)
         layout = plan_write_layout(table.table_schema, to_arrow_schema(schema, timezone="UTC"))
         levels = read_levels(table)
         return PaimonWriter(

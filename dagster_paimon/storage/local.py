@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Sequence
 from urllib.parse import urlparse
 
+from dagster_paimon.failpoints import FILE_DELETED, failpoint
 from dagster_paimon.storage.files import FileStatus
 
 
@@ -70,6 +71,7 @@ class LocalFiles:
             try:
                 os.unlink(local_path(p) or p)
                 deleted += 1
+                failpoint(FILE_DELETED)
             except FileNotFoundError:
                 continue
         return deleted

@@ -21,6 +21,8 @@ from dagster_paimon.errors import (
     UnsupportedWarehouseError,
     WarehouseUnreachableError,
 )
+from dagster_paimon.failpoints import FILE_DELETED, failpoint
+from dagster_paimon.options import catalog_boolean, read_option
 from dagster_paimon.storage.files import FileStatus
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
@@ -67,8 +69,6 @@ OPTION_NAMES = {
     ),
     PATH_STYLE: ("path-style-access", "path.style.access"),
 }
-TRUE_VALUES = ("true", "1", "yes")
-FALSE_VALUES = ("false", "0", "no", "")
 
 
 def is_s3_uri(uri: str) -> bool:
@@ -84,24 +84,18 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return parsed.netloc, parsed.path.lstrip("/")
 
 
+def _spellings(key: str) -> list[str]:
+    """Every name of an S3 option, in the order pypaimon looks for them."""
+    return [prefix + name for name in OPTION_NAMES[key] for prefix in OPTION_PREFIXES]
+
+
 def _option(options: Mapping[str, str], key: str) -> str | None:
-    """The first set spelling of an S3 option, in the order pypaimon looks for them."""
-    for name in OPTION_NAMES[key]:
-        for prefix in OPTION_PREFIXES:
-            value = options.get(prefix + name)
-            if value:
-                return str(value)
+    """The first set spelling of an S3 option."""
+    for name in _spellings(key):
+        value = options.get(name)
+        if value:
+            return str(value)
     return None
-
-
-def _flag(options: Mapping[str, str], key: str) -> bool:
-    """A boolean option, rejecting values that are neither true nor false."""
-    value = (_option(options, key) or "").strip().lower()
-    if value in TRUE_VALUES:
-        return True
-    if value in FALSE_VALUES:
-        return False
-    raise InvalidOptionError(f"{key} must be true or false, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -124,7 +118,9 @@ class S3Settings:
             access_key_id=_option(options, ACCESS_KEY_ID),
             secret_access_key=_option(options, SECRET_ACCESS_KEY),
             session_token=_option(options, SESSION_TOKEN),
-            path_style=_flag(options, PATH_STYLE),
+            path_style=read_option(
+                options, PATH_STYLE, catalog_boolean, False, _spellings(PATH_STYLE)[1:]
+            ),
         )
         settings.validate()
         return settings
@@ -373,4 +369,5 @@ class S3Files:
                         f"s3://{bucket}: {shown}"
                     )
                 deleted += len(batch)
+                failpoint(FILE_DELETED)
         return deleted

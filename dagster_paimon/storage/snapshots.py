@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from pypaimon.common.file_io import FileIO
 
 from dagster_paimon.storage.warehouse import warehouse_of
 
 log = logging.getLogger(__name__)
+
+SnapshotWriter = Callable[[FileIO, str, str], bool]
 
 
 def create_snapshot_if_absent(file_io: FileIO, path: str, content: str) -> bool:

@@ -93,7 +93,7 @@ def test_sensor_requests_exactly_the_unhealthy_partitions_then_nothing(warehouse
         )
         assert outcome.success
     health = read_levels(table).health()
-    assert health.summary()["max_sorted_runs"] <= 3
+    assert health.aggregate()["max_sorted_runs"] <= 3
     after = sensor_tick(sensor, warehouse_resource, instance, cursor=again.cursor)
     assert after.run_requests == []
 

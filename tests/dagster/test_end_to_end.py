@@ -104,7 +104,7 @@ def test_ingest_sensor_compaction_and_maintenance(spark, example_warehouse):
         )
         assert result.success
     trigger = ORDERS.compaction_options.num_sorted_run_compaction_trigger
-    assert read_levels(table).health().summary()["max_sorted_runs"] <= trigger
+    assert read_levels(table).health().aggregate()["max_sorted_runs"] <= trigger
     again = sensor(build_sensor_context(instance=instance, resources=resources, cursor=tick.cursor))
     assert again.run_requests == []
 

@@ -58,7 +58,7 @@ def test_every_maintenance_job_runs_and_records_metrics(warehouse):
     assert metrics["full_compaction"]["paimon/files_rewritten"] > 0
     assert metrics["expire_snapshots"]["paimon/expired"] >= 1
     assert metrics["remove_orphans"]["paimon/orphans"] == 0
-    assert read_levels(table).health().summary()["max_sorted_runs"] == 1
+    assert read_levels(table).health().aggregate()["max_sorted_runs"] == 1
     latest = table.snapshot_manager().get_latest_snapshot().id
     earliest = min(s.id for s in table.snapshot_manager().list_snapshots())
     assert latest - earliest + 1 <= 3

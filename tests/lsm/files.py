@@ -9,6 +9,7 @@ from pypaimon.schema.data_types import AtomicType, DataField
 from pypaimon.table.row.generic_row import GenericRow
 
 KEY_FIELD = DataField(1073741823, "_KEY_k", AtomicType("INT"))
+DT_FIELD = DataField(0, "dt", AtomicType("STRING"))
 
 
 def key(value: int) -> GenericRow:

@@ -7,8 +7,7 @@ import random
 import pyarrow as pa
 
 from dagster_paimon.lsm.compaction.compact import compact_table
-from dagster_paimon.lsm.compaction.task import TableRef
-from dagster_paimon.table import TableSpec, create_table
+from dagster_paimon.table import TableRef, TableSpec, create_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import apply_dedup
 

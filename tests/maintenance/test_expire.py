@@ -9,8 +9,8 @@ import pytest
 
 from dagster_paimon.errors import MaintenanceAbortedError, StaleMaintenancePlanError
 from dagster_paimon.maintenance.expire import (
-    METRIC_DELETED_DATA_FILES,
-    METRIC_EXPIRED,
+    DELETED_DATA_FILES,
+    EXPIRED,
     execute_expiry,
     expire_snapshots,
     plan_snapshot_expiry,
@@ -82,7 +82,7 @@ def test_tagged_snapshot_files_survive(warehouse):
     assert result.expired_ids == tuple(range(1, 8))
     assert all(exists(p) for p in tag_files)
     assert tag_rows(table, "release") == expected
-    assert result.to_metadata()[METRIC_DELETED_DATA_FILES] > 0
+    assert result.metrics()[DELETED_DATA_FILES] > 0
 
 
 def test_consumers_hold_back_expiry(warehouse):
@@ -120,7 +120,7 @@ def test_dry_run_reports_the_plan_and_deletes_nothing(warehouse):
     assert dry.dry_run and not real.dry_run
     assert dry.expired_ids == real.expired_ids == tuple(range(1, 7))
     assert dry.deleted_files == real.deleted_files
-    assert dry.to_metadata()[METRIC_EXPIRED] == 6
+    assert dry.metrics()[EXPIRED] == 6
 
 
 def test_other_branches_keep_the_files_they_share(warehouse):

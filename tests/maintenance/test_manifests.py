@@ -12,7 +12,7 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.manifests import (
     FULL,
-    METRIC_MANIFESTS_AFTER,
+    MANIFESTS_AFTER,
     MINOR,
     compact_manifests,
 )
@@ -105,7 +105,7 @@ def test_minor_merges_sixty_small_manifests_into_one(history_copy):
     assert len(manifests_of(table)) == 1
     assert rows_at(table, snapshot.id) == rows
     assert rows_at(table, 10) == old_rows
-    assert result.to_metadata()[METRIC_MANIFESTS_AFTER] == 1
+    assert result.metrics()[MANIFESTS_AFTER] == 1
 
 
 def size_walk(metas, target: int, min_count: int) -> tuple[set[str], int]:

@@ -12,7 +12,7 @@ import pytest
 from dagster_paimon.errors import MaintenanceAbortedError
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.options import HOUR_MS, RetentionOverrides
-from dagster_paimon.maintenance.orphans import METRIC_DELETED, remove_orphans
+from dagster_paimon.maintenance.orphans import DELETED, remove_orphans
 from dagster_paimon.storage.local import LocalFiles
 from dagster_paimon.table import open_catalog
 from tests.lsm.kvmodel import read_rows
@@ -65,7 +65,7 @@ def test_old_strays_go_young_strays_and_live_files_stay(warehouse):
 
     assert sorted(result.orphans) == sorted(old)
     assert result.deleted == len(old) and result.bytes == 10 * len(old)
-    assert result.to_metadata()[METRIC_DELETED] == len(old)
+    assert result.metrics()[DELETED] == len(old)
     assert all_files(table.table_path) == live | set(young)
     for i, expected in rows.items():
         assert rows_at(table, i) == expected

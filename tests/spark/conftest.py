@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from dagster_paimon.lsm.model.levels import live_entries
+from dagster_paimon.commit.state import live_entries
 
 
 def data_files_on_disk(table) -> set[str]:

@@ -9,15 +9,14 @@ import time
 
 import pytest
 
-from dagster_paimon.commit.producer import commit_compaction
-from dagster_paimon.lsm.compaction.compact import compact_table, plan_table_compaction, tasks_of
+from dagster_paimon.commit.producers import CompactProducer
+from dagster_paimon.lsm.compaction.compact import compact_table, plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.lsm.compaction.task import TableRef
 from dagster_paimon.spark.executor import SparkExecutor
 from dagster_paimon.spark.ingest import ingest_dataframe
 from dagster_paimon.spark.session import activate
-from dagster_paimon.table import open_table
+from dagster_paimon.table import TableRef, open_table
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_batch, cdc_table, write_history
 from tests.spark.conftest import committed_files, data_files_on_disk, latest_id
@@ -30,7 +29,7 @@ SPARK_CDC = "dt string, id bigint, name string, amount double, op string"
 def layout(table) -> list[tuple]:
     """Per bucket: files per level, the shape a compaction leaves behind."""
     return [
-        (tuple(b.partition.items()), b.bucket, tuple(sorted(b.health().levels.items())))
+        (tuple(b.partition.spec.items()), b.bucket, tuple(sorted(b.health().levels.items())))
         for b in read_levels(table).buckets
     ]
 
@@ -144,11 +143,11 @@ def test_ingest_and_compaction_racing_both_commit_and_lose_no_row(spark, warehou
     assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)
 
     # The other order: a compaction planned before an ingest commits after it.
-    plan = plan_table_compaction(read_levels(table, with_stats=True), full=True)
-    results = LocalExecutor().run(table, TableRef(warehouse, "db.cdc"), tasks_of(plan))
+    plan = plan_compaction(read_levels(table, with_stats=True), full=True)
+    results = LocalExecutor().run(table, TableRef(warehouse, "db.cdc"), plan.tasks)
     more = cdc_batch(random.Random(22), 51)
     ingest_dataframe(spark.createDataFrame(more, SPARK_CDC), warehouse, "db.cdc")
-    commit_compaction(table, results, num_levels=6)
+    CompactProducer(table, [r.change for r in results]).commit()
     apply_dedup(model, [{**r, "_kind": r["op"]} for r in more], KEY)
     assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)
     assert [table.snapshot_manager().get_snapshot_by_id(i).commit_kind for i in (8, 9)] == [

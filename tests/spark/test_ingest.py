@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dagster_paimon.lsm.model.levels import live_entries, read_levels
+from dagster_paimon.commit.state import live_entries
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.spark.ingest import ingest_dataframe, ingest_files
 from dagster_paimon.table import TableSpec, create_table
 from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon

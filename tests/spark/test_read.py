@@ -52,7 +52,7 @@ def test_the_partition_option_prunes_whole_buckets(spark, warehouse, layered):
         .load("db.cdc")
     )
 
-    buckets = [b for b in read_levels(table).buckets if b.partition["dt"] == day]
+    buckets = [b for b in read_levels(table).buckets if b.partition.spec["dt"] == day]
     assert pruned.rdd.getNumPartitions() == len(buckets) < len(read_levels(table).buckets)
     expected = [r for r in read_rows(table) if r["dt"] == day]
     assert sorted_rows(spark_rows(pruned), KEY) == sorted_rows(expected, KEY)

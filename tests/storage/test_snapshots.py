@@ -55,10 +55,9 @@ def test_a_store_that_ignores_if_none_match_is_refused_before_any_snapshot(s3_wa
 
 def _append_commit(uri: str, options: dict, worker: int) -> int:
     """One process: write ten rows with pypaimon's writer, commit them through our commit path."""
-    from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-    from pypaimon.table.row.generic_row import GenericRow
-
-    from dagster_paimon.commit.producer import ADD, CommitRequest, commit_snapshot
+    from dagster_paimon.commit.changes import BucketChange
+    from dagster_paimon.commit.producers import AppendProducer
+    from dagster_paimon.partition import Partition
 
     table = open_table(uri, "db.race", options)
     write = table.new_batch_write_builder().new_write()
@@ -70,22 +69,13 @@ def _append_commit(uri: str, options: dict, worker: int) -> int:
     )
     messages = write.prepare_commit()
     write.close()
-    entries = [
-        ManifestEntry(
-            ADD, GenericRow(list(m.partition), table.partition_keys_fields), m.bucket, 2, f
-        )
+    fields = tuple(table.partition_keys_fields)
+    changes = [
+        BucketChange(Partition(tuple(m.partition), fields), m.bucket, 2, added=tuple(m.new_files))
         for m in messages
-        for f in m.new_files
     ]
-    request = CommitRequest(
-        "APPEND",
-        lambda _latest: entries,
-        lambda _l, _e: None,
-        f"race-{worker}",
-        worker,
-        lambda: None,
-    )
-    return commit_snapshot(table, request).snapshot.id
+    producer = AppendProducer(table, changes, commit_user=f"race-{worker}", identifier=worker)
+    return producer.commit().snapshot.id
 
 
 @pytest.mark.s3

@@ -1,37 +1,41 @@
-"""Table-wide compaction planning: levels -> strategy -> unit -> task plan, for every bucket."""
+"""Table-wide compaction: levels -> strategy -> unit -> task plan per bucket, run, one commit."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.commit.producers import CompactProducer
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.commit.producer import commit_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor
-from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_levels
-from dagster_paimon.lsm.model.options import (
-    CHANGELOG_PRODUCER,
-    DELETION_VECTORS,
-    RECORD_LEVEL_EXPIRE_TIME,
-    CompactionOptions,
+from dagster_paimon.lsm.compaction.plan import TaskPlan, plan_task
+from dagster_paimon.lsm.compaction.strategy import (
+    drop_delete,
+    strategy_from_options,
+    trigger_compaction,
 )
-from dagster_paimon.lsm.compaction.plan import TaskPlan, plan_compaction
-from dagster_paimon.lsm.compaction.task import CompactResult, CompactTask, TableRef
-from dagster_paimon.lsm.compaction.strategy import drop_delete, strategy_from_options, trigger_compaction
+from dagster_paimon.lsm.compaction.task import CompactResult
+from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_levels
+from dagster_paimon.lsm.model.options import CompactionOptions
+from dagster_paimon.options import CHANGELOG_PRODUCER, DELETION_VECTORS, RECORD_LEVEL_EXPIRE_TIME
+from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.table import TableRef
 
 log = logging.getLogger(__name__)
 
-COMPACTION_SNAPSHOT_ID = "paimon/compaction_snapshot_id"
-COMPACTION_UNITS = "paimon/compaction_units"
-COMPACTION_FILES_REWRITTEN = "paimon/files_rewritten"
-COMPACTION_FILES_UPGRADED = "paimon/files_upgraded"
-COMPACTION_FILES_WRITTEN = "paimon/files_written"
-COMPACTION_BYTES_READ = "paimon/bytes_read"
-COMPACTION_BYTES_WRITTEN = "paimon/bytes_written"
-COMPACTION_SECONDS = "paimon/compaction_seconds"
+SNAPSHOT_ID = "compaction_snapshot_id"
+UNITS = "compaction_units"
+FILES_REWRITTEN = "files_rewritten"
+FILES_UPGRADED = "files_upgraded"
+FILES_WRITTEN = "files_written"
+BYTES_READ = "bytes_read"
+BYTES_WRITTEN = "bytes_written"
+SECONDS = "compaction_seconds"
 
 
 def check_supported(options: CompactionOptions) -> None:
@@ -67,7 +71,7 @@ def plan_bucket(bucket: BucketLevels, options: CompactionOptions, *, full: bool)
     )
     if unit is None:
         return None
-    plan = plan_compaction(
+    plan = plan_task(
         unit,
         max_level=levels.max_level(),
         drop_delete=drop_delete(
@@ -76,50 +80,37 @@ def plan_bucket(bucket: BucketLevels, options: CompactionOptions, *, full: bool)
         options=options,
         partition=bucket.partition,
         bucket=bucket.bucket,
+        total_buckets=bucket.total_buckets,
     )
     return None if plan.is_empty else plan
 
 
-@dataclass(frozen=True)
-class CompactionPlan:
-    """Every bucket's task against one base snapshot; the commit checks it is still valid."""
-
-    table: str
-    base_snapshot_id: int | None
-    tasks: list[TaskPlan]
-    levels: TableLevels
-
-    @property
-    def bytes_to_read(self) -> int:
-        """Bytes the rewrites will read; upgrades read nothing."""
-        return sum(t.rewritten_bytes for t in self.tasks)
-
-
-def plan_table_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPlan:
-    """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted)."""
-    options = compaction_job_options(levels.options)
-    check_supported(options)
-    tasks = [t for b in levels.buckets if (t := plan_bucket(b, options, full=full)) is not None]
-    log.info(
-        "planned %d compaction tasks over %d buckets of %s at snapshot %s",
-        len(tasks),
-        len(levels.buckets),
-        levels.table,
-        levels.snapshot_id,
+def _unit_line(unit: Mapping[str, Any], executed: bool) -> str:
+    """One bucket's task as the CLI prints it."""
+    where = f"  {unit['partition_label']} bucket {unit['bucket']}: {unit['input_files']} files"
+    if executed:
+        return (
+            f"{where} -> {unit['output_files']} new at level {unit['output_level']}, "
+            f"{unit['upgraded_files']} upgraded"
+        )
+    return (
+        f"{where} -> level {unit['output_level']}, rewrite {unit['rewritten_files']} "
+        f"({unit['rewritten_bytes']} bytes), upgrade {unit['upgraded_files']}, "
+        f"drop deletes {'yes' if unit['drop_delete'] else 'no'}"
     )
-    return CompactionPlan(levels.table, levels.snapshot_id, tasks, levels)
 
 
-@dataclass(frozen=True)
-class CompactionReport:
-    """What a compaction run did: the snapshot it committed (None if nothing to do) and metrics."""
+@dataclass(frozen=True, kw_only=True)
+class CompactionResult:
+    """What a compaction committed (None if nothing to do), or with dry_run what it would do."""
 
     table: str
     snapshot_id: int | None
     base_snapshot_id: int | None
-    plans: list[TaskPlan]
-    results: list[CompactResult]
-    seconds: float
+    dry_run: bool
+    tasks: tuple[TaskPlan, ...] = ()
+    results: tuple[CompactResult, ...] = ()
+    seconds: float = 0.0
 
     @property
     def bytes_read(self) -> int:
@@ -131,47 +122,120 @@ class CompactionReport:
         """Bytes of the files written."""
         return sum(r.bytes_written for r in self.results)
 
-    def to_metadata(self) -> dict[str, int | float | None]:
-        """Flat metrics for orchestration UIs to show and plot."""
+    def metrics(self) -> Metrics:
+        """Counts and bytes of the run."""
         return {
-            COMPACTION_SNAPSHOT_ID: self.snapshot_id,
-            COMPACTION_UNITS: len(self.plans),
-            COMPACTION_FILES_REWRITTEN: sum(r.rewritten_files for r in self.results),
-            COMPACTION_FILES_UPGRADED: sum(r.upgraded_files for r in self.results),
-            COMPACTION_FILES_WRITTEN: sum(len(r.new_files) for r in self.results),
-            COMPACTION_BYTES_READ: self.bytes_read,
-            COMPACTION_BYTES_WRITTEN: self.bytes_written,
-            COMPACTION_SECONDS: round(self.seconds, 3),
+            SNAPSHOT_ID: self.snapshot_id,
+            UNITS: len(self.tasks),
+            FILES_REWRITTEN: sum(r.rewritten_files for r in self.results),
+            FILES_UPGRADED: sum(r.upgraded_files for r in self.results),
+            FILES_WRITTEN: sum(len(r.new_files) for r in self.results),
+            BYTES_READ: self.bytes_read,
+            BYTES_WRITTEN: self.bytes_written,
+            SECONDS: round(self.seconds, 3),
         }
 
-    def to_dict(self) -> dict:
-        """The compact JSON of DESIGN.md section 6."""
+    def _units(self) -> list[dict[str, Any]]:
+        """Each task's plan, with what it wrote once executed."""
         units = []
-        for plan, result in zip(self.plans, self.results, strict=True):
-            unit = plan.to_dict()
-            unit["output_files"] = len(result.new_files)
-            unit["output_file_names"] = [f.file_name for f in result.new_files]
+        for i, task in enumerate(self.tasks):
+            unit = task.to_dict()
+            written = self.results[i].new_files if self.results else None
+            unit["output_files"] = None if written is None else len(written)
+            unit["output_file_names"] = [f.file_name for f in written or ()]
             units.append(unit)
+        return units
+
+    def to_dict(self) -> dict[str, Any]:
+        """The compact JSON of the CLI contract."""
         return {
             "table": self.table,
             "snapshot_id": self.snapshot_id,
             "base_snapshot_id": self.base_snapshot_id,
-            "dry_run": False,
-            "units": units,
+            "dry_run": self.dry_run,
+            "units": self._units(),
             "bytes_read": self.bytes_read,
             "bytes_written": self.bytes_written,
+            "bytes_to_read": sum(t.rewritten_bytes for t in self.tasks),
             "seconds": round(self.seconds, 3),
         }
 
+    def summary(self) -> str:
+        """One line for the run, then one per bucket task."""
+        if not self.tasks:
+            return f"{self.table}: nothing to compact at snapshot {self.base_snapshot_id}"
+        if self.dry_run:
+            head = (
+                f"{self.table}: {len(self.tasks)} tasks at snapshot {self.base_snapshot_id} "
+                "(dry run)"
+            )
+        else:
+            head = (
+                f"{self.table}: committed COMPACT snapshot {self.snapshot_id} "
+                f"(base {self.base_snapshot_id}) in {self.seconds:.2f} s, "
+                f"{self.bytes_read} bytes read, {self.bytes_written} bytes written"
+            )
+        units = self._units()
+        for unit, task in zip(units, self.tasks, strict=True):
+            unit["partition_label"] = task.partition.label()
+        return "\n".join([head, *(_unit_line(u, not self.dry_run) for u in units)])
 
-def tasks_of(plan: CompactionPlan) -> list[CompactTask]:
-    """Attach to each plan the typed partition and bucket count its executor needs."""
-    index = {(tuple(b.partition.items()), b.bucket): b for b in plan.levels.buckets}
-    tasks = []
-    for t in plan.tasks:
-        bucket = index[(tuple(t.partition.items()), t.bucket)]
-        tasks.append(CompactTask(t, bucket.partition_values, bucket.total_buckets))
-    return tasks
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """Every bucket's task against one base snapshot; the commit checks it is still valid."""
+
+    table: str
+    base_snapshot_id: int | None
+    tasks: tuple[TaskPlan, ...]
+
+    def preview(self) -> CompactionResult:
+        """The tasks, not run."""
+        return CompactionResult(
+            table=self.table,
+            snapshot_id=None,
+            base_snapshot_id=self.base_snapshot_id,
+            dry_run=True,
+            tasks=self.tasks,
+        )
+
+
+def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPlan:
+    """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted)."""
+    options = compaction_job_options(levels.options)
+    check_supported(options)
+    tasks = tuple(t for b in levels.buckets if (t := plan_bucket(b, options, full=full)))
+    log.info(
+        "planned %d compaction tasks over %d buckets of %s at snapshot %s",
+        len(tasks),
+        len(levels.buckets),
+        levels.table,
+        levels.snapshot_id,
+    )
+    return CompactionPlan(levels.table, levels.snapshot_id, tasks)
+
+
+def execute_compaction(
+    table: FileStoreTable,
+    ref: TableRef,
+    plan: CompactionPlan,
+    executor: TaskExecutor | None = None,
+) -> CompactionResult:
+    """Run every task and commit one COMPACT snapshot; the table is unchanged on any failure."""
+    start = time.perf_counter()
+    if not plan.tasks:
+        return replace(plan.preview(), dry_run=False)
+    results = (executor or LocalExecutor()).run(table, ref, plan.tasks)
+    outcome = CompactProducer(table, [r.change for r in results]).commit()
+    return CompactionResult(
+        table=plan.table,
+        snapshot_id=outcome.snapshot.id,
+        base_snapshot_id=plan.base_snapshot_id,
+        dry_run=False,
+        tasks=plan.tasks,
+        results=tuple(results),
+        seconds=time.perf_counter() - start,
+    )
 
 
 def compact_table(
@@ -179,22 +243,15 @@ def compact_table(
     ref: TableRef,
     *,
     full: bool = False,
-    partition: dict[str, str] | None = None,
+    partition: Mapping[str, str] | None = None,
     executor: TaskExecutor | None = None,
-) -> CompactionReport:
-    """Plan, execute and commit one COMPACT snapshot; the table is unchanged on any failure."""
-    start = time.perf_counter()
-    levels = read_levels(table, partition=partition, with_stats=True)
-    plan = plan_table_compaction(levels, full=full)
-    if not plan.tasks:
-        return CompactionReport(levels.table, None, levels.snapshot_id, [], [], 0.0)
-    results = (executor or LocalExecutor()).run(table, ref, tasks_of(plan))
-    outcome = commit_compaction(table, results, num_levels=levels.options.num_levels)
-    return CompactionReport(
-        levels.table,
-        outcome.snapshot.id,
-        levels.snapshot_id,
-        plan.tasks,
-        results,
-        time.perf_counter() - start,
+    dry_run: bool = False,
+) -> CompactionResult:
+    """Plan (Paimon's pick per bucket, or full) and, unless dry_run, run and commit it."""
+    return run_planned(
+        lambda: plan_compaction(
+            read_levels(table, partition=partition, with_stats=not dry_run), full=full
+        ),
+        lambda plan: execute_compaction(table, ref, plan, executor),
+        dry_run=dry_run,
     )

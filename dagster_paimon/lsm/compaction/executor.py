@@ -10,7 +10,10 @@ from typing import Protocol
 
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.lsm.compaction.task import CompactResult, CompactTask, TableRef, delete_files, run_task
+from dagster_paimon.commit.changes import discard_all
+from dagster_paimon.lsm.compaction.plan import TaskPlan
+from dagster_paimon.lsm.compaction.task import CompactResult, run_task
+from dagster_paimon.table import TableRef
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +22,7 @@ class TaskExecutor(Protocol):
     """Runs every task or none: on failure no task's files are left behind."""
 
     def run(
-        self, table: FileStoreTable, ref: TableRef, tasks: Sequence[CompactTask]
+        self, table: FileStoreTable, ref: TableRef, tasks: Sequence[TaskPlan]
     ) -> list[CompactResult]:
         """Results in task order."""
         ...
@@ -27,8 +30,7 @@ class TaskExecutor(Protocol):
 
 def discard_results(table: FileStoreTable, results: Sequence[CompactResult]) -> None:
     """Delete the new files of tasks that succeeded when a sibling task failed."""
-    for r in results:
-        delete_files(table, r.partition_values, r.bucket, r.new_files)
+    discard_all(table, [r.change for r in results])
 
 
 class LocalExecutor:
@@ -38,7 +40,7 @@ class LocalExecutor:
         self.max_workers = max_workers or os.cpu_count() or 1
 
     def run(
-        self, table: FileStoreTable, ref: TableRef, tasks: Sequence[CompactTask]
+        self, table: FileStoreTable, ref: TableRef, tasks: Sequence[TaskPlan]
     ) -> list[CompactResult]:
         """Run tasks on the pool, logging progress per bucket as they finish."""
         if not tasks:

@@ -6,7 +6,7 @@ so it pickles to Spark executors; executing it (merge, roll files, commit) lives
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -15,8 +15,9 @@ from pypaimon.read.interval_partition import IntervalPartition
 
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import CompactUnit, SortedRun
+from dagster_paimon.partition import Partition
 
-__all__ = ["RewriteGroup", "TaskPlan", "Upgrade", "plan_compaction"]
+__all__ = ["RewriteGroup", "Section", "TaskPlan", "Upgrade", "plan_task"]
 
 Section = tuple[SortedRun, ...]
 
@@ -59,8 +60,9 @@ class Upgrade:
 class TaskPlan:
     """One bucket's CompactTask decided but not run: rewrite groups, upgrades, untouched rest."""
 
-    partition: dict[str, str]
+    partition: Partition
     bucket: int
+    total_buckets: int
     output_level: int
     drop_delete: bool
     files: tuple[DataFileMeta, ...]
@@ -78,13 +80,6 @@ class TaskPlan:
         return tuple(u.file for u in self.upgrades)
 
     @property
-    def untouched_files(self) -> tuple[DataFileMeta, ...]:
-        """Input files already at the output level that need neither rewrite nor upgrade."""
-        touched = {f.file_name for f in self.rewritten_files}
-        touched.update(f.file_name for f in self.upgraded_files)
-        return tuple(f for f in self.files if f.file_name not in touched)
-
-    @property
     def input_bytes(self) -> int:
         """Bytes of every file the unit picked."""
         return sum(f.file_size for f in self.files)
@@ -100,9 +95,9 @@ class TaskPlan:
         return not self.rewrites and not self.upgrades
 
     def to_dict(self) -> dict[str, Any]:
-        """The per-unit JSON of `dagster-paimon compact` (DESIGN.md section 6) before execution."""
+        """The per-unit JSON of `dagster-paimon compact` before execution."""
         return {
-            "partition": dict(self.partition),
+            "partition": self.partition.spec,
             "bucket": self.bucket,
             "output_level": self.output_level,
             "drop_delete": self.drop_delete,
@@ -176,19 +171,20 @@ class _MergeTreeCompactPlanner:
             self.upgrades.append(Upgrade(file, self.output_level))
 
 
-def plan_compaction(
+def plan_task(
     unit: CompactUnit,
     *,
     max_level: int,
     drop_delete: bool,
     options: CompactionOptions,
-    partition: Mapping[str, str],
+    partition: Partition,
     bucket: int,
+    total_buckets: int,
     record_level_expire: bool | Callable[[DataFileMeta], bool] | None = None,
 ) -> TaskPlan:
     """Plan a unit as Java's FileRewriteCompactTask (file_rewrite) or MergeTreeCompactTask would.
 
-    `drop_delete` is the trigger's decision (PAIMON_SEMANTICS.md section 3).
+    `drop_delete` is the trigger's decision (strategy.drop_delete).
     `record_level_expire` is RecordLevelExpire.isExpireFile as a per-file check, or a bool for
     every file (as strategy.pick_full_compaction takes it); it must be given when
     record-level.expire-time is set, since only the caller knows the time field's statistics.
@@ -216,8 +212,9 @@ def plan_compaction(
         planner.do_compact(list(files))
         rewrites, upgrades = tuple(planner.rewrites), tuple(planner.upgrades)
     return TaskPlan(
-        partition=dict(partition),
+        partition=partition,
         bucket=bucket,
+        total_buckets=total_buckets,
         output_level=unit.output_level,
         drop_delete=drop_delete,
         files=files,

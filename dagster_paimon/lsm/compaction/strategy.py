@@ -16,8 +16,9 @@ from typing import Protocol
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.lsm.model.options import WRITE_ONLY, CompactionOptions
+from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import CompactUnit, LevelSortedRun, SortedRun
+from dagster_paimon.options import WRITE_ONLY
 
 __all__ = [
     "CompactStrategy",

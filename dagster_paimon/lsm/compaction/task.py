@@ -1,385 +1,65 @@
-"""Execute one compaction task: merge rewrite groups into rolling files, upgrade the rest."""
+"""Execute one bucket's task plan: merge rewrite groups into rolling files, upgrade the rest."""
 
 from __future__ import annotations
 
 import logging
-import math
 import time
-import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from pypaimon.data.timestamp import Timestamp
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.manifest.schema.simple_stats import SimpleStats
-from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
-from pypaimon.table.row.generic_row import GenericRow
-from pypaimon.utils.file_store_path_factory import canonical_data_file_path
-from pypaimon.write.writer.parquet_writer_options import create_parquet_writer_options
 
-from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
-from dagster_paimon.io.kv import (
-    RETRACT_KINDS,
-    SEQUENCE_NUMBER,
-    VALUE_KIND,
-    key_columns,
-    kv_schema,
-)
+from dagster_paimon.commit.changes import BucketChange
+from dagster_paimon.io.kv import key_columns
+from dagster_paimon.io.paths import delete_data_files
+from dagster_paimon.io.read import read_run, run_batch_rows
+from dagster_paimon.io.write import COMPACT_FILE_SOURCE, RollingWriter
+from dagster_paimon.lsm.compaction.plan import RewriteGroup, Section, TaskPlan
 from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
-from dagster_paimon.lsm.compaction.plan import RewriteGroup, TaskPlan
-from dagster_paimon.lsm.model.runs import SortedRun
-from dagster_paimon.table import open_table
 
 log = logging.getLogger(__name__)
-
-APPEND_FILE_SOURCE = 0
-COMPACT_FILE_SOURCE = 1
-READ_BUFFER_ROWS = 1 << 17
-READ_BUFFER_BYTES = 1 << 20
-MIN_RUN_BATCH_ROWS = 1024
-OUTPUT_BATCH_ROWS = 64 * 1024
-
-
-@dataclass(frozen=True)
-class TableRef:
-    """How an executor (possibly another process) reopens the table a task belongs to."""
-
-    warehouse: str
-    identifier: str
-    catalog_options: tuple[tuple[str, str], ...] = ()
-
-    def open(self) -> FileStoreTable:
-        """Open the table through the catalog, as the driver did."""
-        return open_table(self.warehouse, self.identifier, dict(self.catalog_options))
-
-
-@dataclass(frozen=True)
-class CompactTask:
-    """A plan plus what the executor needs to find its files: typed partition and bucket count."""
-
-    plan: TaskPlan
-    partition_values: tuple
-    total_buckets: int
 
 
 @dataclass(frozen=True)
 class CompactResult:
-    """What one task changed: files before and after, as Java's CompactResult, plus metrics."""
+    """What one task changed (Java's CompactResult, as a commit's BucketChange) and its cost."""
 
-    partition_values: tuple
-    bucket: int
-    total_buckets: int
-    before: tuple[DataFileMeta, ...]
-    after: tuple[DataFileMeta, ...]
-    new_files: tuple[DataFileMeta, ...]
+    change: BucketChange
     bytes_read: int
     bytes_written: int
     rewritten_files: int
     upgraded_files: int
     seconds: float = 0.0
 
-
-def data_file_path(table: FileStoreTable, partition: tuple, bucket: int, meta: DataFileMeta) -> str:
-    """Where a data file lives: its external path, else Java's escaped bucket directory."""
-    if meta.external_path:
-        return meta.external_path
-    return canonical_data_file_path(table, partition, bucket, meta.file_name)
-
-
-def _aligned(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """A file's batch in the table's current KV schema: missing columns as nulls, types cast."""
-    if batch.schema.equals(target):
-        return batch
-    columns = []
-    for f in target:
-        if f.name in batch.schema.names:
-            columns.append(batch.column(f.name).cast(f.type))
-        elif f.nullable:
-            columns.append(pa.nulls(batch.num_rows, f.type))
-        else:
-            raise SchemaMismatchError(f"data file lacks required column {f.name!r}")
-    return pa.RecordBatch.from_arrays(columns, schema=target)
-
-
-def read_run(
-    table: FileStoreTable, partition: tuple, bucket: int, run: SortedRun, batch_rows: int
-) -> Iterator[pa.RecordBatch]:
-    """Stream a sorted run file after file in bounded batches, in the current KV schema."""
-    target = kv_schema(table.table_schema)
-    for meta in run.files:
-        if meta.schema_id != table.table_schema.id:
-            _check_evolution(table, meta.schema_id)
-        path = data_file_path(table, partition, bucket, meta)
-        with table.file_io.new_input_stream(path) as stream:
-            reader = pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
-            for batch in reader.iter_batches(batch_size=batch_rows):
-                yield _aligned(batch, target)
-
-
-def _check_evolution(table: FileStoreTable, schema_id: int) -> None:
-    """Only additive schema changes can be aligned by name; renames and drops cannot."""
-    old: TableSchema | None = table.schema_manager.get_schema(schema_id)
-    if old is None:
-        raise SchemaMismatchError(f"schema {schema_id} of {table.identifier} is missing")
-    current = {f.id: f.name for f in table.table_schema.fields}
-    renamed = [f.name for f in old.fields if current.get(f.id, f.name) != f.name]
-    dropped = [f.name for f in old.fields if f.id not in current]
-    if renamed or dropped:
-        raise SchemaMismatchError(
-            f"files of schema {schema_id} have renamed {renamed} or dropped {dropped} columns; "
-            "compaction only aligns files across added columns"
-        )
-
-
-class _Stats:
-    """Running min/max/null counts of some columns, combined batch by batch."""
-
-    def __init__(self, names: list[str], schema: pa.Schema):
-        self.names = names
-        self.comparable = {n: _has_order(schema.field(n).type) for n in names}
-        self.mins: dict[str, object] = dict.fromkeys(names)
-        self.maxs: dict[str, object] = dict.fromkeys(names)
-        self.nulls: dict[str, int] = dict.fromkeys(names, 0)
-
-    def update(self, batch: pa.RecordBatch) -> None:
-        """Fold one batch into the running statistics."""
-        for n in self.names:
-            column = batch.column(n)
-            self.nulls[n] += column.null_count
-            if not self.comparable[n] or column.null_count == len(column):
-                continue
-            bounds = pc.min_max(column)
-            low, high = bounds["min"].as_py(), bounds["max"].as_py()
-            if self.mins[n] is None or low < self.mins[n]:
-                self.mins[n] = low
-            if self.maxs[n] is None or high > self.maxs[n]:
-                self.maxs[n] = high
-
-    def simple_stats(self, fields: list) -> SimpleStats:
-        """As pypaimon's writer records them: GenericRows over Paimon fields, column by column."""
-        return SimpleStats(
-            GenericRow([self.mins[n] for n in self.names], fields),
-            GenericRow([self.maxs[n] for n in self.names], fields),
-            [self.nulls[n] for n in self.names],
-        )
-
-
-def _has_order(arrow_type: pa.DataType) -> bool:
-    """Types pypaimon records min/max for: not nested, not large binary."""
-    return not (pa.types.is_nested(arrow_type) or pa.types.is_large_binary(arrow_type))
-
-
-@dataclass
-class _OpenFile:
-    """The output file being written and what its DataFileMeta will need."""
-
-    name: str
-    path: str
-    stream: object
-    writer: pq.ParquetWriter
-    key_stats: _Stats
-    value_stats: _Stats | None
-    rows: int = 0
-    deletes: int = 0
-    min_seq: int | None = None
-    max_seq: int | None = None
-    min_key: list | None = None
-    max_key: list | None = None
-
-
-class RollingWriter:
-    """Writes key-sorted KV batches into parquet files of about target-file-size at one level.
-
-    Compaction writes at its output level with file source COMPACT; ingest writes level 0 with
-    file source APPEND.
-    """
-
-    def __init__(
-        self,
-        table: FileStoreTable,
-        partition: tuple,
-        bucket: int,
-        level: int,
-        file_source: int = COMPACT_FILE_SOURCE,
-    ):
-        schema = table.table_schema
-        fmt = table.options.file_format("parquet")
-        if str(fmt).lower() != "parquet":
-            raise InvalidOptionError(
-                f"table option 'file.format' is {fmt!r}: compaction writes parquet only"
-            )
-        self.table = table
-        self.partition = partition
-        self.bucket = bucket
-        self.level = level
-        self.file_source = file_source
-        self.schema = kv_schema(schema)
-        self.keys = key_columns(schema)
-        self.key_fields = list(table.trimmed_primary_keys_fields)
-        self.stats_fields = list(table.fields) if table.options.metadata_stats_enabled() else []
-        self.target_size = table.options.target_file_size(True)
-        self.compression = table.options.file_compression("zstd")
-        self.zstd_level = table.options.file_compression_zstd_level(1)
-        self.parquet_options = create_parquet_writer_options(table.options)
-        self.prefix = f"{table.options.data_file_prefix('data-')}{uuid.uuid4()}-"
-        self.written: list[DataFileMeta] = []
-        self._current: _OpenFile | None = None
-        self._pending_paths: list[str] = []
-
-    def _open(self) -> _OpenFile:
-        """Start the next file of this writer."""
-        name = f"{self.prefix}{len(self.written)}.parquet"
-        path = canonical_data_file_path(self.table, self.partition, self.bucket, name)
-        self._pending_paths.append(path)
-        stream = self.table.file_io.new_output_stream(path)
-        options = dict(self.parquet_options)
-        if str(self.compression).lower() == "zstd":
-            options["compression_level"] = self.zstd_level
-        writer = pq.ParquetWriter(
-            stream,
-            self.schema,
-            compression=self.compression,
-            store_decimal_as_integer=True,
-            **options,
-        )
-        value_names = [f.name for f in self.stats_fields]
-        return _OpenFile(
-            name,
-            path,
-            stream,
-            writer,
-            _Stats(self.keys, self.schema),
-            _Stats(value_names, self.schema) if value_names else None,
-        )
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        """Append rows (sorted by key, continuing the previous batch), rolling at the target size.
-
-        A batch is written in slices sized from the bytes per row seen so far, so a file closes
-        near target-file-size even when one batch would overshoot it.
-        """
-        offset = 0
-        while offset < batch.num_rows:
-            if self._current is None:
-                self._current = self._open()
-            rows = self._rows_until_full(self._current, batch)
-            self._append(self._current, batch.slice(offset, rows))
-            offset += rows
-            if self._current.stream.tell() >= self.target_size:
-                self._close_current()
-
-    def _rows_until_full(self, f: _OpenFile, batch: pa.RecordBatch) -> int:
-        """Rows expected to fill the open file: compressed bytes/row once known, else raw size."""
-        written = f.stream.tell()
-        if f.rows:
-            per_row = max(written / f.rows, 1e-3)
-        else:
-            per_row = max(batch.nbytes / max(batch.num_rows, 1), 1e-3)
-        return max(1, math.ceil((self.target_size - written) / per_row))
-
-    def _append(self, f: _OpenFile, batch: pa.RecordBatch) -> None:
-        """Write one slice as a row group and fold it into the file's metadata."""
-        f.writer.write_batch(batch)
-        f.rows += batch.num_rows
-        retracts = pc.is_in(batch.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))
-        f.deletes += pc.sum(retracts).as_py() or 0
-        seq = pc.min_max(batch.column(SEQUENCE_NUMBER))
-        low, high = seq["min"].as_py(), seq["max"].as_py()
-        f.min_seq = low if f.min_seq is None else min(f.min_seq, low)
-        f.max_seq = high if f.max_seq is None else max(f.max_seq, high)
-        if f.min_key is None:
-            f.min_key = [batch.column(k)[0].as_py() for k in self.keys]
-        f.max_key = [batch.column(k)[batch.num_rows - 1].as_py() for k in self.keys]
-        f.key_stats.update(batch)
-        if f.value_stats is not None:
-            f.value_stats.update(batch)
-
-    def _close_current(self) -> None:
-        """Finish the open file and record its metadata."""
-        f = self._current
-        if f is None:
-            return
-        self._current = None
-        f.writer.close()
-        f.stream.close()
-        self.written.append(
-            DataFileMeta.create(
-                file_name=f.name,
-                file_size=self.table.file_io.get_file_size(f.path),
-                row_count=f.rows,
-                min_key=GenericRow(f.min_key, self.key_fields),
-                max_key=GenericRow(f.max_key, self.key_fields),
-                key_stats=f.key_stats.simple_stats(self.key_fields),
-                value_stats=(
-                    f.value_stats.simple_stats(self.stats_fields)
-                    if f.value_stats is not None
-                    else SimpleStats.empty_stats()
-                ),
-                min_sequence_number=f.min_seq,
-                max_sequence_number=f.max_seq,
-                schema_id=self.table.table_schema.id,
-                level=self.level,
-                extra_files=[],
-                creation_time=Timestamp.now(),
-                delete_row_count=f.deletes,
-                file_source=self.file_source,
-                value_stats_cols=None if self.stats_fields else [],
-                file_path=f.path,
-            )
-        )
-
-    def finish(self) -> list[DataFileMeta]:
-        """Close the last file; the metadata of every file written, in key order."""
-        self._close_current()
-        return list(self.written)
-
-    def abort(self) -> None:
-        """Delete every file this writer started: a failed task leaves nothing behind."""
-        if self._current is not None:
-            try:
-                self._current.writer.close()
-                self._current.stream.close()
-            except Exception:
-                log.debug("closing an aborted output file failed", exc_info=True)
-            self._current = None
-        for path in self._pending_paths:
-            self.table.file_io.delete_quietly(path)
+    @property
+    def new_files(self) -> tuple[DataFileMeta, ...]:
+        """The files the task wrote."""
+        return self.change.new_files
 
 
 def _section_stream(
-    table: FileStoreTable,
-    task: CompactTask,
-    section: tuple[SortedRun, ...],
-    engine: MergeEngine,
-    batch_rows: int,
+    table: FileStoreTable, plan: TaskPlan, section: Section, engine: MergeEngine, batch_rows: int
 ) -> Iterable[pa.RecordBatch]:
     """One key-disjoint section merged: its runs k-way merged into one sorted stream."""
-    runs = [
-        read_run(table, task.partition_values, task.plan.bucket, r, batch_rows) for r in section
-    ]
+    runs = [read_run(table, plan.partition, plan.bucket, r.files, batch_rows) for r in section]
     return merge_sorted_runs(
-        runs,
-        engine,
-        drop_delete=task.plan.drop_delete,
-        key_columns=key_columns(table.table_schema),
-        max_batch_rows=OUTPUT_BATCH_ROWS,
+        runs, engine, drop_delete=plan.drop_delete, key_columns=key_columns(table.table_schema)
     )
 
 
 def rewrite_group(
-    table: FileStoreTable, task: CompactTask, group: RewriteGroup, engine: MergeEngine
+    table: FileStoreTable, plan: TaskPlan, group: RewriteGroup, engine: MergeEngine
 ) -> list[DataFileMeta]:
     """Merge every section of a group into one rolling output at the task's output level."""
-    widest = max(len(section) for section in group.sections)
-    batch_rows = max(MIN_RUN_BATCH_ROWS, READ_BUFFER_ROWS // widest)
-    writer = RollingWriter(table, task.partition_values, task.plan.bucket, task.plan.output_level)
+    batch_rows = run_batch_rows(max(len(section) for section in group.sections))
+    writer = RollingWriter(
+        table, plan.partition, plan.bucket, plan.output_level, COMPACT_FILE_SOURCE
+    )
     try:
         for section in group.sections:
-            for batch in _section_stream(table, task, section, engine, batch_rows):
+            for batch in _section_stream(table, plan, section, engine, batch_rows):
                 writer.write(batch)
         return writer.finish()
     except BaseException:
@@ -387,34 +67,27 @@ def rewrite_group(
         raise
 
 
-def delete_files(
-    table: FileStoreTable, partition: tuple, bucket: int, files: Iterable[DataFileMeta]
-) -> None:
-    """Best-effort removal of files written by an attempt that will not be committed."""
-    for meta in files:
-        table.file_io.delete_quietly(data_file_path(table, partition, bucket, meta))
-
-
-def run_task(table: FileStoreTable, task: CompactTask) -> CompactResult:
+def run_task(table: FileStoreTable, plan: TaskPlan) -> CompactResult:
     """Execute one task; on any failure the files it wrote are deleted and the error re-raised."""
     start = time.perf_counter()
-    plan = task.plan
     engine = MergeEngine.for_table(table.table_schema)
     new_files: list[DataFileMeta] = []
     try:
         for group in plan.rewrites:
-            new_files.extend(rewrite_group(table, task, group, engine))
+            new_files.extend(rewrite_group(table, plan, group, engine))
     except BaseException:
-        delete_files(table, task.partition_values, plan.bucket, new_files)
+        delete_data_files(table, plan.partition, plan.bucket, new_files)
         raise
     upgraded = [u.upgraded_file() for u in plan.upgrades]
     result = CompactResult(
-        partition_values=task.partition_values,
-        bucket=plan.bucket,
-        total_buckets=task.total_buckets,
-        before=(*plan.rewritten_files, *plan.upgraded_files),
-        after=(*new_files, *upgraded),
-        new_files=tuple(new_files),
+        change=BucketChange(
+            plan.partition,
+            plan.bucket,
+            plan.total_buckets,
+            deleted=(*plan.rewritten_files, *plan.upgraded_files),
+            added=(*new_files, *upgraded),
+            new_files=tuple(new_files),
+        ),
         bytes_read=plan.rewritten_bytes,
         bytes_written=sum(f.file_size for f in new_files),
         rewritten_files=len(plan.rewritten_files),
@@ -424,7 +97,7 @@ def run_task(table: FileStoreTable, task: CompactTask) -> CompactResult:
     log.info(
         "compacted %s bucket %d: %d files rewritten into %d at level %d, %d upgraded, "
         "%.1f MB read in %.2f s",
-        plan.partition,
+        plan.partition.label(),
         plan.bucket,
         result.rewritten_files,
         len(new_files),

@@ -34,55 +34,29 @@ from dagster_paimon.lsm.merge.functions import (
     FirstRowMergeFunction,
     MergeFunction,
 )
-from dagster_paimon.lsm.model.options import MERGE_ENGINE, MERGE_ENGINES
 from dagster_paimon.lsm.merge.partial_update import PartialUpdateMergeFunction, SequenceGroup
-
-IGNORE_DELETE = "ignore-delete"
-IGNORE_DELETE_FALLBACKS = (
-    "first-row.ignore-delete",
-    "deduplicate.ignore-delete",
-    "partial-update.ignore-delete",
+from dagster_paimon.options import (
+    AGGREGATION_REMOVE_RECORD_ON_DELETE,
+    DEDUPLICATE,
+    DEFAULT_AGGREGATE_FUNCTION,
+    FIELDS_PREFIX,
+    FIRST_ROW,
+    IGNORE_DELETE,
+    PARTIAL_UPDATE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
+    SEQUENCE_FIELD,
+    SEQUENCE_FIELD_SORT_ORDER,
+    SEQUENCE_GROUP_SUFFIX,
+    choice,
+    flag,
+    ignore_delete,
+    merge_engine,
+    names,
+    read_option,
 )
-SEQUENCE_FIELD = "sequence.field"
-SEQUENCE_FIELD_SORT_ORDER = "sequence.field.sort-order"
-PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = "partial-update.remove-record-on-delete"
-PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP = "partial-update.remove-record-on-sequence-group"
-AGGREGATION_REMOVE_RECORD_ON_DELETE = "aggregation.remove-record-on-delete"
-FIELDS_PREFIX = "fields."
-DEFAULT_AGGREGATE_FUNCTION = "default-aggregate-function"
-SEQUENCE_GROUP_SUFFIX = ".sequence-group"
 
-DEDUPLICATE, PARTIAL_UPDATE, AGGREGATION, FIRST_ROW = MERGE_ENGINES
-
-
-def read_flag(options: Mapping[str, str], key: str, fallbacks: Sequence[str] = ()) -> bool:
-    """A boolean option (default false); fallback keys are read when the key is absent."""
-    for candidate in (key, *fallbacks):
-        if candidate in options:
-            text = str(options[candidate]).strip().lower()
-            if text not in ("true", "false"):
-                raise InvalidOptionError(
-                    f"table option '{candidate}' has malformed value {options[candidate]!r}: "
-                    "expected true or false"
-                )
-            return text == "true"
-    return False
-
-
-def merge_engine_name(options: Mapping[str, str]) -> str:
-    """The `merge-engine` option, validated."""
-    name = str(options.get(MERGE_ENGINE, DEDUPLICATE)).strip().lower()
-    if name not in MERGE_ENGINES:
-        raise InvalidOptionError(
-            f"table option '{MERGE_ENGINE}' has unknown value {options[MERGE_ENGINE]!r}; "
-            f"expected one of {', '.join(MERGE_ENGINES)}"
-        )
-    return name
-
-
-def _names(text: str) -> list[str]:
-    """A comma-separated list of field names."""
-    return [name.strip() for name in text.split(",") if name.strip()]
+SORT_ORDERS = ("ascending", "descending")
 
 
 def sequence_order(
@@ -90,7 +64,7 @@ def sequence_order(
 ) -> tuple[tuple[str, ...], bool]:
     """`sequence.field` (validated as SchemaValidation.validateSequenceField) and whether it
     sorts ascending (`sequence.field.sort-order`)."""
-    fields = _names(options.get(SEQUENCE_FIELD, ""))
+    fields = names(options.get(SEQUENCE_FIELD, ""))
     for name in fields:
         if name not in value_schema.names:
             raise InvalidOptionError(
@@ -105,16 +79,11 @@ def sequence_order(
                 f"table option 'fields.{name}.aggregate-function': a sequence field cannot "
                 "define an aggregate function"
             )
-    if fields and merge_engine_name(options) == FIRST_ROW:
+    if fields and merge_engine(options) == FIRST_ROW:
         raise InvalidOptionError(
             f"table option '{SEQUENCE_FIELD}' is not supported by the first-row merge engine"
         )
-    order = str(options.get(SEQUENCE_FIELD_SORT_ORDER, "ascending")).strip().lower()
-    if order not in ("ascending", "descending"):
-        raise InvalidOptionError(
-            f"table option '{SEQUENCE_FIELD_SORT_ORDER}' has unknown value "
-            f"{options[SEQUENCE_FIELD_SORT_ORDER]!r}; expected ascending or descending"
-        )
+    order = read_option(options, SEQUENCE_FIELD_SORT_ORDER, choice(SORT_ORDERS), "ascending")
     return tuple(fields), order == "ascending"
 
 
@@ -218,8 +187,8 @@ def _aggregator(
             f"table option '{option_key}': {problem}, field '{field.name}' is {field.type}"
         )
     prefix = FIELDS_PREFIX + field.name + "."
-    ignore_retract = read_flag(options, prefix + "ignore-retract")
-    if ignore_retract and read_flag(options, AGGREGATION_REMOVE_RECORD_ON_DELETE):
+    ignore_retract = flag(options, prefix + "ignore-retract")
+    if ignore_retract and flag(options, AGGREGATION_REMOVE_RECORD_ON_DELETE):
         raise InvalidOptionError(
             f"table options '{AGGREGATION_REMOVE_RECORD_ON_DELETE}' and "
             f"'{prefix}ignore-retract' conflict and cannot both be enabled"
@@ -227,9 +196,9 @@ def _aggregator(
     aggregator: FieldAggregator
     if name == ListAgg.name:
         delimiter = options.get(prefix + "list-agg-delimiter", ",")
-        aggregator = ListAgg(field, delimiter, read_flag(options, prefix + "distinct"))
+        aggregator = ListAgg(field, delimiter, flag(options, prefix + "distinct"))
     elif name == Collect.name:
-        aggregator = Collect(field, read_flag(options, prefix + "distinct"))
+        aggregator = Collect(field, flag(options, prefix + "distinct"))
     elif name == MergeMap.name:
         aggregator = MergeMap(field)
     else:
@@ -266,7 +235,7 @@ def _aggregate_function(
             _aggregator(options, field, function or "last_non_null_value", option_key)
         )
     return AggregateMergeFunction(
-        value_schema, aggregators, read_flag(options, AGGREGATION_REMOVE_RECORD_ON_DELETE)
+        value_schema, aggregators, flag(options, AGGREGATION_REMOVE_RECORD_ON_DELETE)
     )
 
 
@@ -274,7 +243,7 @@ def _sequence_groups(
     value_schema: pa.Schema, primary_keys: Sequence[str], options: Mapping[str, str]
 ) -> list[SequenceGroup]:
     """The `fields.<a,b>.sequence-group` options, validated as the partial-update factory does."""
-    removing = set(_names(options.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP, "")))
+    removing = set(names(options.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP, "")))
     groups: list[SequenceGroup] = []
     claimed: dict[str, str] = {}
     for key in sorted(options):
@@ -282,8 +251,8 @@ def _sequence_groups(
             continue
         if not (key.startswith(FIELDS_PREFIX) and key.endswith(SEQUENCE_GROUP_SUFFIX)):
             raise InvalidOptionError(f"table option '{key}' is not a valid sequence-group option")
-        sequence = _names(key[len(FIELDS_PREFIX) : -len(SEQUENCE_GROUP_SUFFIX)])
-        protected = [n for n in _names(str(options[key])) if n not in sequence]
+        sequence = names(key[len(FIELDS_PREFIX) : -len(SEQUENCE_GROUP_SUFFIX)])
+        protected = [n for n in names(str(options[key])) if n not in sequence]
         for name in (*sequence, *protected):
             if name not in value_schema.names:
                 raise InvalidOptionError(
@@ -316,13 +285,13 @@ def _partial_update_function(
     value_schema: pa.Schema, primary_keys: Sequence[str], options: Mapping[str, str]
 ) -> PartialUpdateMergeFunction:
     """PartialUpdateMergeFunction.Factory, with its option conflicts."""
-    ignore_delete = read_flag(options, IGNORE_DELETE, IGNORE_DELETE_FALLBACKS)
-    remove_record = read_flag(options, PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
+    ignoring = ignore_delete(options)
+    remove_record = flag(options, PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
     groups = _sequence_groups(value_schema, primary_keys, options)
     conflicts = [
-        (ignore_delete and remove_record, IGNORE_DELETE, PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE),
+        (ignoring and remove_record, IGNORE_DELETE, PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE),
         (
-            ignore_delete and PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP in options,
+            ignoring and PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP in options,
             IGNORE_DELETE,
             PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
         ),
@@ -352,7 +321,7 @@ def _partial_update_function(
         aggregators[field.name] = _aggregator(options, field, function, option_key)
     return PartialUpdateMergeFunction(
         value_schema,
-        ignore_delete=ignore_delete,
+        ignore_delete=ignoring,
         remove_record_on_delete=remove_record,
         sequence_groups=groups,
         aggregators=aggregators,
@@ -374,13 +343,13 @@ def merge_function_from_options(
     missing = [k for k in (*primary_keys, *partition_keys) if k not in value_schema.names]
     if missing:
         raise ValueError(f"key fields {missing} are not in the value schema")
-    engine = merge_engine_name(options)
+    engine = merge_engine(options)
     _check_field_options(options, value_schema)
     sequence_fields, _ = sequence_order(options, value_schema)
     if engine == DEDUPLICATE:
-        return DeduplicateMergeFunction(read_flag(options, IGNORE_DELETE, IGNORE_DELETE_FALLBACKS))
+        return DeduplicateMergeFunction(ignore_delete(options))
     if engine == FIRST_ROW:
-        return FirstRowMergeFunction(read_flag(options, IGNORE_DELETE, IGNORE_DELETE_FALLBACKS))
+        return FirstRowMergeFunction(ignore_delete(options))
     if engine == PARTIAL_UPDATE:
         return _partial_update_function(value_schema, primary_keys, options)
     return _aggregate_function(value_schema, primary_keys, options, sequence_fields)

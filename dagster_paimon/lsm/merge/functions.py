@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from dagster_paimon.errors import MergeError
+from dagster_paimon.io.kv import DELETE, INSERT
 from dagster_paimon.lsm.merge.aggregate.aggregators import AggState, FieldAggregator
 from dagster_paimon.lsm.merge.key_groups import (
     GroupWalk,
@@ -23,7 +24,6 @@ from dagster_paimon.lsm.merge.key_groups import (
     scatter,
     valid_mask,
 )
-from dagster_paimon.io.kv import DELETE, INSERT
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pypaimon.schema.table_schema import TableSchema
 
-from dagster_paimon.lsm.merge.key_groups import KeyGroups, is_add
 from dagster_paimon.io.kv import (
     INSERT,
     KEY_PREFIX,
@@ -28,8 +27,9 @@ from dagster_paimon.io.kv import (
     VALUE_KIND,
     value_schema,
 )
-from dagster_paimon.lsm.merge.functions import MergeFunction
 from dagster_paimon.lsm.merge.factory import merge_function_from_options, sequence_order
+from dagster_paimon.lsm.merge.functions import MergeFunction
+from dagster_paimon.lsm.merge.key_groups import KeyGroups, is_add
 
 __all__ = ["DEFAULT_MAX_BATCH_ROWS", "MergeEngine", "MergeStats", "merge_sorted_runs"]
 

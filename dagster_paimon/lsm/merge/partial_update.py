@@ -16,7 +16,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dagster_paimon.errors import MergeError
+from dagster_paimon.io.kv import DELETE, INSERT
 from dagster_paimon.lsm.merge.aggregate.aggregators import FieldAggregator
+from dagster_paimon.lsm.merge.functions import (
+    MergeFunction,
+    MergeOutput,
+    apply_where,
+    check_not_null,
+)
 from dagster_paimon.lsm.merge.key_groups import (
     GroupWalk,
     KeyGroups,
@@ -24,13 +31,6 @@ from dagster_paimon.lsm.merge.key_groups import (
     replace_where,
     scatter,
     valid_mask,
-)
-from dagster_paimon.io.kv import DELETE, INSERT
-from dagster_paimon.lsm.merge.functions import (
-    MergeFunction,
-    MergeOutput,
-    apply_where,
-    check_not_null,
 )
 
 _DELETE_REJECTED = (

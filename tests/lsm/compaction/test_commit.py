@@ -6,12 +6,13 @@ import os
 
 import pytest
 
+from dagster_paimon.commit.producers import CompactProducer
+from dagster_paimon.commit.state import live_entries
 from dagster_paimon.errors import CommitConflictError
-from dagster_paimon.commit.producer import commit_compaction
-from dagster_paimon.lsm.compaction.compact import plan_table_compaction, tasks_of
+from dagster_paimon.lsm.compaction.compact import plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
-from dagster_paimon.lsm.model.levels import live_entries, read_levels
-from dagster_paimon.lsm.compaction.task import TableRef
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.table import TableRef
 from tests.lsm.kvmodel import read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_table, compact, write_history
 
@@ -57,12 +58,12 @@ def test_full_compaction_reads_the_same_rows_and_leaves_one_run_per_bucket(wareh
 def test_minor_compaction_brings_sorted_runs_back_under_the_trigger(warehouse):
     table = cdc_table(warehouse, **{"num-sorted-run.compaction-trigger": "3"})
     model = write_history(table, 5)
-    assert read_levels(table).health().summary()["max_sorted_runs"] == 5
+    assert read_levels(table).health().aggregate()["max_sorted_runs"] == 5
 
     report = compact(table, warehouse)
 
     assert report.snapshot_id == 6
-    assert read_levels(table).health().summary()["max_sorted_runs"] <= 3
+    assert read_levels(table).health().aggregate()["max_sorted_runs"] <= 3
     assert sorted_rows(read_rows(table), KEY) == expected(model)
     more = write_history(table, 3, seed=11, model=model)
     compact(table, warehouse)
@@ -88,16 +89,16 @@ def test_racing_compactions_of_the_same_bucket_one_commits_the_other_cleans_up(w
     table = cdc_table(warehouse)
     model = write_history(table, 4)
     ref = TableRef(warehouse, "db.cdc")
-    plan_a = plan_table_compaction(read_levels(table, with_stats=True), full=True)
-    plan_b = plan_table_compaction(read_levels(table, with_stats=True), full=True)
-    results_a = LocalExecutor().run(table, ref, tasks_of(plan_a))
-    results_b = LocalExecutor().run(table, ref, tasks_of(plan_b))
-    commit_compaction(table, results_a, num_levels=6)
+    plan_a = plan_compaction(read_levels(table, with_stats=True), full=True)
+    plan_b = plan_compaction(read_levels(table, with_stats=True), full=True)
+    results_a = LocalExecutor().run(table, ref, plan_a.tasks)
+    results_b = LocalExecutor().run(table, ref, plan_b.tasks)
+    CompactProducer(table, [r.change for r in results_a]).commit()
     files_b = {f.file_name for r in results_b for f in r.new_files}
     assert files_b <= data_files_on_disk(table)
 
     with pytest.raises(CommitConflictError, match="no longer live"):
-        commit_compaction(table, results_b, num_levels=6)
+        CompactProducer(table, [r.change for r in results_b]).commit()
 
     assert not files_b & data_files_on_disk(table)
     assert table.snapshot_manager().get_latest_snapshot().id == 5
@@ -135,8 +136,8 @@ def test_a_lost_snapshot_race_is_retried_against_the_new_latest(warehouse):
     table = cdc_table(warehouse)
     model = write_history(table, 4)
     ref = TableRef(warehouse, "db.cdc")
-    plan = plan_table_compaction(read_levels(table, with_stats=True), full=True)
-    results = LocalExecutor().run(table, ref, tasks_of(plan))
+    plan = plan_compaction(read_levels(table, with_stats=True), full=True)
+    results = LocalExecutor().run(table, ref, plan.tasks)
     attempts = {"n": 0}
 
     from dagster_paimon.storage.snapshots import create_snapshot_if_absent
@@ -149,7 +150,9 @@ def test_a_lost_snapshot_race_is_retried_against_the_new_latest(warehouse):
             return False
         return create_snapshot_if_absent(file_io, path, content)
 
-    outcome = commit_compaction(table, results, num_levels=6, snapshot_writer=lose_once)
+    outcome = CompactProducer(
+        table, [r.change for r in results], snapshot_writer=lose_once
+    ).commit()
     assert outcome.attempts == 2
     assert outcome.snapshot.id == 6
     assert sorted_rows(read_rows(table), KEY) == expected(model)

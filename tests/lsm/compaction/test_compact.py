@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.lsm.compaction.compact import plan_table_compaction
+from dagster_paimon.lsm.compaction.compact import plan_compaction
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import create_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
@@ -20,28 +20,29 @@ def table_with_commits(warehouse, commits, **options):
 
 def test_below_the_trigger_nothing_is_planned(warehouse):
     table = table_with_commits(warehouse, 4)
-    plan = plan_table_compaction(read_levels(table))
+    plan = plan_compaction(read_levels(table))
     assert plan.base_snapshot_id == 4
-    assert plan.tasks == []
+    assert plan.tasks == ()
 
 
 def test_full_compaction_rewrites_every_bucket_into_the_max_level(warehouse):
     table = table_with_commits(warehouse, 4)
-    plan = plan_table_compaction(read_levels(table), full=True)
+    plan = plan_compaction(read_levels(table), full=True)
     assert len(plan.tasks) == 4
     for task in plan.tasks:
         assert task.output_level == 5
         assert task.drop_delete
         assert len(task.rewritten_files) == 4
         assert task.upgrades == ()
-    assert plan.bytes_to_read == read_levels(table).health().summary()["total_bytes"]
+    total = read_levels(table).health().aggregate()["total_bytes"]
+    assert sum(t.rewritten_bytes for t in plan.tasks) == total
 
 
 def test_size_amplification_over_the_trigger_plans_a_full_merge(warehouse):
     # trigger 3: four similar L0 files -> size amp 300% > 200% -> all runs to max level 3
     table = table_with_commits(warehouse, 4, **{"num-sorted-run.compaction-trigger": "3"})
-    plan = plan_table_compaction(read_levels(table, partition={"dt": "2024-01-01"}))
-    assert [(t.partition, t.output_level, len(t.files)) for t in plan.tasks] == [
+    plan = plan_compaction(read_levels(table, partition={"dt": "2024-01-01"}))
+    assert [(t.partition.spec, t.output_level, len(t.files)) for t in plan.tasks] == [
         ({"dt": "2024-01-01"}, 3, 4),
         ({"dt": "2024-01-01"}, 3, 4),
     ]
@@ -49,7 +50,7 @@ def test_size_amplification_over_the_trigger_plans_a_full_merge(warehouse):
 
 def test_write_only_tables_are_still_compacted_by_a_dedicated_job(warehouse):
     table = table_with_commits(warehouse, 4, **{"write-only": "true"})
-    assert len(plan_table_compaction(read_levels(table), full=True).tasks) == 4
+    assert len(plan_compaction(read_levels(table), full=True).tasks) == 4
 
 
 @pytest.mark.parametrize(
@@ -63,4 +64,4 @@ def test_write_only_tables_are_still_compacted_by_a_dedicated_job(warehouse):
 def test_tables_needing_files_we_do_not_write_are_refused(warehouse, option):
     table = create_table(warehouse, orders_spec(**option))
     with pytest.raises(InvalidOptionError, match=next(iter(option))):
-        plan_table_compaction(read_levels(table))
+        plan_compaction(read_levels(table))

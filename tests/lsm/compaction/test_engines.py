@@ -16,8 +16,7 @@ import pytest
 
 from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.lsm.compaction.task import TableRef
-from dagster_paimon.table import TableSpec, create_table
+from dagster_paimon.table import TableRef, TableSpec, create_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
 
@@ -131,7 +130,7 @@ def test_engine_reads_the_same_before_and_after_minor_and_full_compaction(wareho
 
     minor = compact_table(table, ref)
     assert minor.snapshot_id is not None
-    health = read_levels(table).health().summary()
+    health = read_levels(table).health().aggregate()
     assert health["max_sorted_runs"] <= 3
     if engine == "first-row":
         assert health["level0_files"] == 0

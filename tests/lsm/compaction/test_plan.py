@@ -14,11 +14,12 @@ from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.table.row.binary_row import BinaryRow
 from pypaimon.table.row.generic_row import GenericRowSerializer
 
+from dagster_paimon.lsm.compaction.plan import RewriteGroup, TaskPlan, Upgrade, plan_task
 from dagster_paimon.lsm.model.levels import Levels
 from dagster_paimon.lsm.model.options import CompactionOptions
-from dagster_paimon.lsm.compaction.plan import RewriteGroup, TaskPlan, Upgrade, plan_compaction
 from dagster_paimon.lsm.model.runs import CompactUnit, SortedRun
-from tests.lsm.files import KEY_FIELD, data_file, key
+from dagster_paimon.partition import Partition
+from tests.lsm.files import DT_FIELD, KEY_FIELD, data_file, key
 
 # min_file_size = int(100 * 0.7) = 70: size < 70 is small, >= 70 is big.
 OPTIONS = CompactionOptions(target_file_size=100)
@@ -36,13 +37,14 @@ def plan(
     **kwargs,
 ) -> TaskPlan:
     """Plan a unit over `files` in one unpartitioned bucket."""
-    return plan_compaction(
+    return plan_task(
         CompactUnit.from_files(output_level, files, file_rewrite),
         max_level=max_level,
         drop_delete=output_level > 0,
         options=options,
-        partition={},
+        partition=Partition(()),
         bucket=0,
+        total_buckets=1,
         **kwargs,
     )
 
@@ -64,6 +66,12 @@ def groups(p: TaskPlan) -> list[list[list[str]]]:
     ]
 
 
+def untouched(p: TaskPlan) -> tuple[DataFileMeta, ...]:
+    """Input files already at the output level that need neither rewrite nor upgrade."""
+    touched = {f.file_name for f in (*p.rewritten_files, *p.upgraded_files)}
+    return tuple(f for f in p.files if f.file_name not in touched)
+
+
 def upgraded(p: TaskPlan) -> list[tuple[str, int]]:
     """(file, new level) per upgrade."""
     return [(u.file.file_name, u.output_level) for u in p.upgrades]
@@ -82,19 +90,20 @@ def run_java_case(inputs, pick) -> list[tuple[int, int, int]]:
     files = [java_file(i, *spec) for i, spec in enumerate(inputs)]
     levels = Levels(files, num_levels=3)
     unit = pick(levels.max_level(), levels.level_sorted_runs())
-    p = plan_compaction(
+    p = plan_task(
         unit,
         max_level=levels.max_level(),
         drop_delete=False,
         options=CompactionOptions(target_file_size=2, small_file_ratio=1.0),
-        partition={},
+        partition=Partition(()),
         bucket=0,
+        total_buckets=1,
     )
     picked = {f.file_name for f in unit.files}
     out = [(f.level, *bounds([f])) for f in files if f.file_name not in picked]
     out += [(p.output_level, *bounds(g.files)) for g in p.rewrites]
     out += [(u.output_level, *bounds([u.file])) for u in p.upgrades]
-    out += [(f.level, *bounds([f])) for f in p.untouched_files]
+    out += [(f.level, *bounds([f])) for f in untouched(p)]
     return sorted(out)
 
 
@@ -178,7 +187,7 @@ def test_big_file_flushes_small_candidates_then_is_upgraded():
     # s1 + s2 merge (two single-run sections); big moves; lone s3 is upgraded, not rewritten.
     assert groups(p) == [[[["s1"]], [["s2"]]]]
     assert upgraded(p) == [("big", 3), ("s3", 3)]
-    assert p.untouched_files == ()
+    assert untouched(p) == ()
 
 
 def test_overlapping_section_and_small_files_merge_together_until_a_big_file():
@@ -204,7 +213,7 @@ def test_lone_small_file_at_output_level_is_left_alone():
     s = data_file("s", level=3, size=SMALL)
     p = plan([s])
     assert p.is_empty
-    assert names(p.untouched_files) == ["s"]
+    assert names(untouched(p)) == ["s"]
 
 
 def test_big_file_at_output_level_is_left_alone_and_others_move():
@@ -213,7 +222,7 @@ def test_big_file_at_output_level_is_left_alone_and_others_move():
     p = plan([stay, move])
     assert p.rewrites == ()
     assert upgraded(p) == [("move", 3)]
-    assert names(p.untouched_files) == ["stay"]
+    assert names(untouched(p)) == ["stay"]
 
 
 def test_output_level_zero_upgrades_nothing_for_level_zero_files():
@@ -221,7 +230,7 @@ def test_output_level_zero_upgrades_nothing_for_level_zero_files():
     b = data_file("b", size=BIG, min_key=5, max_key=6)
     p = plan([a, b], output_level=0)
     assert p.is_empty
-    assert names(p.untouched_files) == ["a", "b"]
+    assert names(untouched(p)) == ["a", "b"]
 
 
 # --- upgrade(): files rewritten alone ---
@@ -311,7 +320,7 @@ def test_file_rewrite_unit_rewrites_every_file_alone_in_unit_order():
     p = plan([b, a], output_level=MAX_LEVEL, file_rewrite=True)
     assert p.rewrites == (RewriteGroup.alone(b), RewriteGroup.alone(a))
     assert p.upgrades == ()
-    assert p.untouched_files == ()
+    assert untouched(p) == ()
 
 
 def test_empty_file_rewrite_unit_is_an_empty_plan():
@@ -344,13 +353,14 @@ def test_summary_and_to_dict():
     s2 = data_file("s2", size=SMALL + 1, min_key=1, max_key=1)
     big = data_file("big", size=BIG, min_key=2, max_key=2)
     stay = data_file("stay", level=3, size=BIG + 1, min_key=5, max_key=5)
-    p = plan_compaction(
+    p = plan_task(
         CompactUnit.from_files(3, [s1, s2, big, stay]),
         max_level=MAX_LEVEL,
         drop_delete=False,
         options=OPTIONS,
-        partition={"dt": "2024-01-01"},
+        partition=Partition(("2024-01-01",), (DT_FIELD,)),
         bucket=7,
+        total_buckets=8,
     )
     assert p.input_bytes == 2 * SMALL + 1 + 2 * BIG + 1
     assert p.rewritten_bytes == 2 * SMALL + 1
@@ -368,20 +378,6 @@ def test_summary_and_to_dict():
         "rewrite_groups": [["s1", "s2"]],
         "upgraded_file_names": ["big"],
     }
-
-
-def test_plan_does_not_alias_the_callers_partition():
-    spec = {"dt": "x"}
-    p = plan_compaction(
-        CompactUnit.from_files(1, [data_file("f")]),
-        max_level=MAX_LEVEL,
-        drop_delete=True,
-        options=OPTIONS,
-        partition=spec,
-        bucket=0,
-    )
-    spec["dt"] = "y"
-    assert p.partition == {"dt": "x"}
 
 
 def test_plan_with_manifest_style_binary_row_stats_pickles():
@@ -434,7 +430,7 @@ def test_plan_properties(specs, output_level, force, file_rewrite):
     p = plan(files, output_level, options=options, file_rewrite=file_rewrite)
 
     # Every input file appears exactly once: rewritten, upgraded or untouched.
-    placed = names(p.rewritten_files) + names(p.upgraded_files) + names(p.untouched_files)
+    placed = names(p.rewritten_files) + names(p.upgraded_files) + names(untouched(p))
     assert sorted(placed) == sorted(names(files))
     assert len(p.to_dict()["input_file_names"]) == len(files)
 
@@ -444,7 +440,7 @@ def test_plan_properties(specs, output_level, force, file_rewrite):
         assert replace(u.upgraded_file(), level=u.file.level) == u.file
 
     # A file is left alone only when it is already where it belongs and may keep its records.
-    for f in p.untouched_files:
+    for f in untouched(p):
         assert f.level == output_level
         assert not force and not file_rewrite
         assert output_level < MAX_LEVEL or f.delete_row_count == 0
@@ -462,7 +458,7 @@ def test_plan_properties(specs, output_level, force, file_rewrite):
     # into one group or stays one file, so the output level remains one sorted run.
     if not file_rewrite:
         spans = [bounds(g.files) for g in p.rewrites]
-        spans += [bounds([f]) for f in (*p.upgraded_files, *p.untouched_files)]
+        spans += [bounds([f]) for f in (*p.upgraded_files, *untouched(p))]
         spans.sort()
         assert all(left[1] < right[0] for left, right in pairwise(spans))
 

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from pypaimon.data.timestamp import Timestamp
 
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.compaction.strategy import (
     CompactUnit,
     EarlyFullCompaction,
@@ -28,6 +27,7 @@ from dagster_paimon.lsm.compaction.strategy import (
     strategy_from_options,
     trigger_compaction,
 )
+from dagster_paimon.lsm.model.options import CompactionOptions
 from tests.lsm.files import data_file
 
 _names = itertools.count()

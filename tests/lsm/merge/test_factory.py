@@ -8,14 +8,14 @@ from pypaimon.schema.schema import Schema
 from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.lsm.merge.kway import MergeEngine
 from dagster_paimon.lsm.merge.functions import (
     AggregateMergeFunction,
     DeduplicateMergeFunction,
     FirstRowMergeFunction,
 )
-from dagster_paimon.lsm.merge.factory import read_flag
+from dagster_paimon.lsm.merge.kway import MergeEngine
 from dagster_paimon.lsm.merge.partial_update import PartialUpdateMergeFunction
+from dagster_paimon.options import ignore_delete
 
 VALUES = pa.schema(
     [
@@ -45,9 +45,7 @@ def test_engines_by_name() -> None:
 
 def test_ignore_delete_aliases_and_precedence() -> None:
     """ignore-delete wins over its fallback keys, which are read in Java's order."""
-    assert read_flag(
-        {"first-row.ignore-delete": "TRUE"}, "ignore-delete", ["first-row.ignore-delete"]
-    )
+    assert ignore_delete({"first-row.ignore-delete": "TRUE"})
     options = {"ignore-delete": "false", "deduplicate.ignore-delete": "true"}
     assert not build(options).function.ignore_delete
     assert build({"partial-update.ignore-delete": "true"}).function.ignore_delete

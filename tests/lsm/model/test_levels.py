@@ -8,7 +8,8 @@ from collections import defaultdict
 import pytest
 
 from dagster_paimon.errors import CorruptMetadataError, SnapshotNotFoundError
-from dagster_paimon.lsm.model.levels import Levels, read_levels, size_amplification_percent
+from dagster_paimon.lsm.model.health import size_amplification_percent
+from dagster_paimon.lsm.model.levels import Levels, read_levels
 from tests.conftest import orders_batch, write_with_pypaimon
 from tests.lsm.files import data_file
 
@@ -52,7 +53,7 @@ def test_mixed_levels_give_l0_files_then_ascending_levels_sorted_by_min_key():
     assert names(runs) == [(0, ["l0"]), (1, ["l1-a", "l1-b"]), (3, ["l3-lo", "l3-hi"])]
     assert levels.number_of_sorted_runs() == 3
     assert levels.non_empty_highest_level() == 3
-    assert levels.run_of_level(2).files == []
+    assert levels.levels[1].files == []
     assert size_amplification_percent(runs) == pytest.approx(100 * (3 + 10) / 100)
     assert [f.file_name for f in levels.all_files()] == ["l0", "l1-a", "l1-b", "l3-lo", "l3-hi"]
 
@@ -124,7 +125,7 @@ def test_health_of_a_pypaimon_written_table_matches_an_independent_count(orders_
         got = b.to_dict()
         assert {k: got[k] for k in want} == want
         assert b.sorted_runs == 4
-    summary = health.summary()
+    summary = health.aggregate()
     assert summary["buckets"] == 4
     assert summary["files"] == 16
     assert summary["total_bytes"] == sum(e["total_bytes"] for e in expected.values())

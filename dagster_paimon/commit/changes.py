@@ -1,0 +1,47 @@
+"""What one operation changes in one bucket: Java's CommitMessage, as a plain value."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+from pypaimon.manifest.schema.manifest_entry import ManifestEntry
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.commit.state import ADD, DELETE
+from dagster_paimon.io.paths import delete_data_files
+from dagster_paimon.partition import Partition
+
+
+@dataclass(frozen=True)
+class BucketChange:
+    """Files a bucket loses and gains; `new_files` are those this operation wrote itself.
+
+    An upgrade is deleted at its old level and added at its new one, but is not a new file.
+    """
+
+    partition: Partition
+    bucket: int
+    total_buckets: int
+    deleted: tuple[DataFileMeta, ...] = ()
+    added: tuple[DataFileMeta, ...] = ()
+    new_files: tuple[DataFileMeta, ...] = ()
+
+    def entries(self) -> list[ManifestEntry]:
+        """DELETE for every file replaced, then ADD for every file produced."""
+        row = self.partition.row()
+        return [
+            *(ManifestEntry(DELETE, row, self.bucket, self.total_buckets, f) for f in self.deleted),
+            *(ManifestEntry(ADD, row, self.bucket, self.total_buckets, f) for f in self.added),
+        ]
+
+    def discard(self, table: FileStoreTable) -> None:
+        """Remove the files this operation wrote: they will never be committed."""
+        delete_data_files(table, self.partition, self.bucket, self.new_files)
+
+
+def discard_all(table: FileStoreTable, changes: Iterable[BucketChange]) -> None:
+    """Remove the new files of every change."""
+    for change in changes:
+        change.discard(table)

@@ -1,0 +1,83 @@
+"""Conflict checks of Java's ConflictDetection: replaced files live, key ranges disjoint."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from functools import cmp_to_key
+from itertools import pairwise
+
+from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+from pypaimon.manifest.schema.manifest_entry import ManifestEntry
+from pypaimon.read.interval_partition import default_key_comparator
+from pypaimon.snapshot.snapshot import Snapshot
+
+from dagster_paimon.commit.state import ADD, DELETE, entry_identifier
+from dagster_paimon.errors import CommitConflictError, CorruptMetadataError
+
+BucketKey = tuple[tuple, int]
+
+
+def sorted_run_files(level: int, files: Iterable[DataFileMeta]) -> list[DataFileMeta]:
+    """Files of one level >= 1 sorted by min key; overlapping key ranges are corrupt metadata."""
+    ordered = sorted(
+        files, key=cmp_to_key(lambda a, b: default_key_comparator(a.min_key, b.min_key))
+    )
+    for left, right in pairwise(ordered):
+        if default_key_comparator(left.max_key, right.min_key) >= 0:
+            raise CorruptMetadataError(
+                f"level {level} files {left.file_name} and {right.file_name} have overlapping "
+                "key ranges; a level >= 1 must be one sorted run"
+            )
+    return ordered
+
+
+def _bucket(entry: ManifestEntry) -> BucketKey:
+    """(partition values, bucket) of an entry."""
+    return tuple(entry.partition.values), entry.bucket
+
+
+def apply_entries(
+    latest: Snapshot, live: Sequence[ManifestEntry], entries: Sequence[ManifestEntry]
+) -> dict[BucketKey, list[DataFileMeta]]:
+    """The files of every changed bucket after the entries; a DELETE must hit a live file."""
+    changed = {_bucket(e) for e in entries}
+    files: dict[BucketKey, dict[tuple, DataFileMeta]] = defaultdict(dict)
+    for e in live:
+        if _bucket(e) in changed:
+            files[_bucket(e)][entry_identifier(e)] = e.file
+    for e in entries:
+        if e.kind != DELETE:
+            continue
+        key = _bucket(e)
+        if files[key].pop(entry_identifier(e), None) is None:
+            raise CommitConflictError(
+                f"file {e.file.file_name} (level {e.file.level}) of bucket {e.bucket} in "
+                f"partition {list(key[0])} is no longer live at snapshot {latest.id}: "
+                "another commit compacted or overwrote it"
+            )
+    for e in entries:
+        if e.kind != ADD:
+            continue
+        ident = entry_identifier(e)
+        if ident in files[_bucket(e)]:
+            raise CommitConflictError(f"file {e.file.file_name} would be added twice")
+        files[_bucket(e)][ident] = e.file
+    return {key: list(by_id.values()) for key, by_id in files.items()}
+
+
+def check_key_ranges(buckets: dict[BucketKey, list[DataFileMeta]]) -> None:
+    """Every level >= 1 of every bucket must stay one sorted run (ConflictDetection)."""
+    for (partition, bucket), files in buckets.items():
+        by_level: dict[int, list[DataFileMeta]] = defaultdict(list)
+        for f in files:
+            if f.level > 0:
+                by_level[f.level].append(f)
+        for level, level_files in by_level.items():
+            try:
+                sorted_run_files(level, level_files)
+            except CorruptMetadataError as err:
+                raise CommitConflictError(
+                    f"committing would overlap keys in bucket {bucket} of partition "
+                    f"{list(partition)}: {err}"
+                ) from err

@@ -1,0 +1,158 @@
+"""One producer per snapshot kind: append, overwrite, compact and manifest compaction."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Protocol
+
+from pypaimon.manifest.schema.manifest_entry import ManifestEntry
+from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.commit.changes import BucketChange, discard_all
+from dagster_paimon.commit.conflicts import apply_entries, check_key_ranges
+from dagster_paimon.commit.producer import SnapshotProducer
+from dagster_paimon.commit.state import APPEND, COMPACT, DELETE, OVERWRITE, entry_identifier
+from dagster_paimon.errors import CommitConflictError
+from dagster_paimon.partition import Partition
+
+BucketKey = tuple[Partition, int]
+
+
+class AppendProducer(SnapshotProducer):
+    """New level-0 files (Java's APPEND commit of a writer's new files).
+
+    `first_sequences` holds, per bucket, the first sequence number this write used: a file
+    another writer committed meanwhile with a sequence at or above it means the two writes
+    interleave, which Paimon's sequence order cannot express.
+    """
+
+    kind = APPEND
+
+    def __init__(
+        self,
+        table: FileStoreTable,
+        changes: Sequence[BucketChange],
+        *,
+        first_sequences: Mapping[BucketKey, int] | None = None,
+        **kwargs,
+    ):
+        super().__init__(table, **kwargs)
+        self.changes = list(changes)
+        self.first_sequences = dict(first_sequences or {})
+
+    def added_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
+        """The new files, as ADD entries."""
+        return [e for c in self.changes for e in c.entries()]
+
+    def check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+        """Our files are not committed yet, and no other writer interleaved with our buckets."""
+        live = self.live(latest, with_stats=self.kind == OVERWRITE)
+        existing = {entry_identifier(e) for e in live}
+        for e in self.added_entries(latest):
+            if entry_identifier(e) in existing:
+                raise CommitConflictError(f"file {e.file.file_name} is already committed")
+        for e in live:
+            first = self.first_sequences.get((Partition(tuple(e.partition.values)), e.bucket))
+            if first is not None and e.file.max_sequence_number >= first:
+                raise CommitConflictError(
+                    f"bucket {e.bucket} of partition {list(e.partition.values)} got file "
+                    f"{e.file.file_name} with sequence numbers up to "
+                    f"{e.file.max_sequence_number} from another writer since this ingest "
+                    f"started (its own start at {first}); nothing was committed, run the "
+                    "ingest again"
+                )
+
+    def discard(self) -> None:
+        """Remove the level-0 files written for this commit."""
+        discard_all(self.table, self.changes)
+
+
+class OverwriteProducer(AppendProducer):
+    """New files replacing every file of some partitions (Java's OVERWRITE commit)."""
+
+    kind = OVERWRITE
+
+    def __init__(
+        self,
+        table: FileStoreTable,
+        changes: Sequence[BucketChange],
+        *,
+        partitions: Collection[Partition],
+        **kwargs,
+    ):
+        super().__init__(table, changes, **kwargs)
+        self.partitions = set(partitions)
+
+    def deleted_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
+        """Every file live in the overwritten partitions, as of the attempt's latest snapshot."""
+        return [
+            ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+            for e in self.live(latest, with_stats=True)
+            if Partition(tuple(e.partition.values)) in self.partitions
+        ]
+
+
+class CompactProducer(SnapshotProducer):
+    """Compaction results: files rewritten or upgraded (Java's COMPACT commit)."""
+
+    kind = COMPACT
+
+    def __init__(self, table: FileStoreTable, changes: Sequence[BucketChange], **kwargs):
+        super().__init__(table, **kwargs)
+        self.changes = list(changes)
+
+    def deleted_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
+        """Every file rewritten, and every upgraded file at its old level."""
+        return [e for c in self.changes for e in c.entries() if e.kind == DELETE]
+
+    def added_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
+        """Every file written, and every upgraded file at its new level."""
+        return [e for c in self.changes for e in c.entries() if e.kind != DELETE]
+
+    def check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+        """Every replaced file must still be live; levels >= 1 must stay sorted runs."""
+        if latest is None:
+            raise CommitConflictError(f"{self.table_name} has no snapshot")
+        check_key_ranges(apply_entries(latest, self.live(latest), entries))
+
+    def discard(self) -> None:
+        """Remove the files the compaction wrote."""
+        discard_all(self.table, self.changes)
+
+
+class ManifestMerge(Protocol):
+    """Merged manifests for a base snapshot, and removal of the ones never committed."""
+
+    def merged(self, latest: Snapshot) -> list[ManifestFileMeta]:
+        """The merged base manifest list of `latest` (merged once per snapshot)."""
+        ...
+
+    def discard(self) -> None:
+        """Remove every manifest this merge wrote."""
+        ...
+
+
+class ManifestCompactProducer(SnapshotProducer):
+    """A merged base manifest list and an empty delta: contents unchanged (Java's COMPACT)."""
+
+    kind = COMPACT
+
+    def __init__(self, table: FileStoreTable, merge: ManifestMerge, **kwargs):
+        super().__init__(table, **kwargs)
+        self.merge = merge
+
+    def check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+        """Manifest compaction needs a snapshot to compact."""
+        if latest is None:
+            raise CommitConflictError(f"{self.table_name} has no snapshot to compact manifests of")
+
+    def base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
+        """The merged manifests of whatever is latest now."""
+        assert latest is not None, "check() refuses a table without snapshots"
+        return self.merge.merged(latest)
+
+    def discard(self) -> None:
+        """Remove the merged manifests."""
+        self.merge.discard()

@@ -1,0 +1,90 @@
+"""What a commit is made against: a snapshot, its live file entries, and entry identities."""
+
+from __future__ import annotations
+
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.manifest.schema.manifest_entry import ManifestEntry
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.errors import CorruptMetadataError, SnapshotNotFoundError
+
+ADD, DELETE = 0, 1
+APPEND, OVERWRITE, COMPACT = "APPEND", "OVERWRITE", "COMPACT"
+
+
+def entry_identifier(entry: ManifestEntry) -> tuple:
+    """Java's FileEntry.Identifier: an upgrade (same name, other level) is another file."""
+    f = entry.file
+    return (
+        tuple(entry.partition.values),
+        entry.bucket,
+        f.level,
+        f.file_name,
+        tuple(f.extra_files or ()),
+        f.embedded_index,
+        f.external_path,
+    )
+
+
+def resolve_snapshot(table: FileStoreTable, snapshot_id: int | None) -> Snapshot | None:
+    """The latest snapshot (None for an empty table) or the given one, which must exist."""
+    manager = table.snapshot_manager()
+    if snapshot_id is None:
+        return manager.get_latest_snapshot()
+    snapshot = manager.get_snapshot_by_id(snapshot_id)
+    if snapshot is None:
+        raise SnapshotNotFoundError(
+            f"snapshot {snapshot_id} of {table.identifier.get_full_name()} does not exist "
+            "(never written, or expired)"
+        )
+    return snapshot
+
+
+def live_entries(
+    table: FileStoreTable, snapshot: Snapshot | None, *, with_stats: bool = False
+) -> list[ManifestEntry]:
+    """Live data-file entries of a snapshot: base + delta manifests with DELETEs applied.
+
+    Value statistics are dropped unless asked for: only commits that re-write entries need them.
+    """
+    if snapshot is None:
+        return []
+    try:
+        manifests = ManifestListManager(table).read_all(snapshot)
+        return ManifestFileManager(table).read_entries_parallel(
+            manifests, drop_stats=not with_stats
+        )
+    except (ValueError, EOFError, KeyError, TypeError, IndexError) as e:
+        raise CorruptMetadataError(
+            f"cannot read the manifests of snapshot {snapshot.id} of "
+            f"{table.identifier.get_full_name()}: {type(e).__name__}: {e}"
+        ) from e
+
+
+def find_landed(
+    table: FileStoreTable,
+    commit_user: str,
+    identifier: int | None = None,
+    *,
+    after: int | None = None,
+    kind: str | None = None,
+) -> Snapshot | None:
+    """The snapshot a commit (user, and identifier and kind when given) made after `after`.
+
+    This is how a committer whose snapshot write had an unknown outcome, or a driver whose
+    commit ran elsewhere, learns whether the commit landed.
+    """
+    manager = table.snapshot_manager()
+    latest = manager.get_latest_snapshot()
+    for snapshot_id in range((after or 0) + 1, (latest.id if latest else 0) + 1):
+        s = manager.get_snapshot_by_id(snapshot_id)
+        if (
+            s is not None
+            and s.commit_user == commit_user
+            and identifier in (None, s.commit_identifier)
+            and kind in (None, s.commit_kind)
+        ):
+            return s
+    return None

@@ -1,0 +1,51 @@
+"""Ingest an Arrow table in this process: level-0 files and one snapshot, no Spark needed."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pyarrow as pa
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.ingest.commit import commit_ingest
+from dagster_paimon.ingest.layout import check_writable, plan_write_layout
+from dagster_paimon.ingest.level0 import Level0Writer, max_sequences
+from dagster_paimon.ingest.result import IngestResult
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.partition import Partition
+
+MODES = ("append", "overwrite")
+
+
+def ingest_arrow(table: FileStoreTable, data: pa.Table, *, mode: str = "append") -> IngestResult:
+    """Write `data` as level-0 files and commit one APPEND (or OVERWRITE) snapshot.
+
+    Overwrite replaces exactly the partitions `data` holds rows of (the whole table if it is
+    unpartitioned). Bad input raises before anything is written; on failure nothing changes.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    start = time.perf_counter()
+    check_writable(table)
+    layout = plan_write_layout(table.table_schema, data.schema)
+    writer = Level0Writer(table, layout, max_sequences(read_levels(table)))
+    try:
+        for batch in data.to_batches():
+            writer.write(batch)
+        writes = writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+    overwrite = None
+    if mode == "overwrite":
+        overwrite = writer.partitions if table.partition_keys else {Partition((), ())}
+    outcome = commit_ingest(
+        table,
+        writes,
+        overwrite=overwrite,
+        commit_user=f"dagster-paimon-ingest-{uuid.uuid4()}",
+        identifier=time.time_ns(),
+    )
+    snapshot = outcome.snapshot if outcome else None
+    return IngestResult.of(table, snapshot, time.perf_counter() - start)

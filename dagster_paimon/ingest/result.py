@@ -1,0 +1,83 @@
+"""What an ingest committed, read back from its snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.commit.state import ADD
+from dagster_paimon.results import Metrics
+
+SNAPSHOT_ID = "ingest_snapshot_id"
+FILES_WRITTEN = "files_written"
+ROWS = "rows"
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestResult:
+    """The snapshot an ingest committed (None if nothing was written) and what it added.
+
+    `rows` counts the records the snapshot added: input rows with duplicate keys folded.
+    """
+
+    table: str
+    snapshot_id: int | None
+    commit_kind: str | None
+    rows: int
+    files: int
+    buckets: int
+    seconds: float = 0.0
+    dry_run: bool = False
+
+    @classmethod
+    def of(cls, table: FileStoreTable, snapshot: Snapshot | None, seconds: float) -> IngestResult:
+        """Read rows, files and buckets from the ADD entries of the snapshot's delta."""
+        name = str(table.identifier.get_full_name())
+        if snapshot is None:
+            return cls(
+                table=name, snapshot_id=None, commit_kind=None, rows=0, files=0, buckets=0,
+                seconds=seconds,
+            )
+        metas = ManifestListManager(table).read_delta(snapshot)
+        entries = ManifestFileManager(table).read_entries_parallel(metas)
+        added = [e for e in entries if e.kind == ADD]
+        return cls(
+            table=name,
+            snapshot_id=snapshot.id,
+            commit_kind=snapshot.commit_kind,
+            rows=sum(e.file.row_count for e in added),
+            files=len(added),
+            buckets=len({(tuple(e.partition.values), e.bucket) for e in added}),
+            seconds=seconds,
+        )
+
+    def metrics(self) -> Metrics:
+        """The snapshot, rows and files written."""
+        return {SNAPSHOT_ID: self.snapshot_id, ROWS: self.rows, FILES_WRITTEN: self.files}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ingest JSON of the CLI contract."""
+        return {
+            "table": self.table,
+            "snapshot_id": self.snapshot_id,
+            "commit_kind": self.commit_kind,
+            "rows": self.rows,
+            "files": self.files,
+            "buckets": self.buckets,
+            "seconds": round(self.seconds, 3),
+        }
+
+    def summary(self) -> str:
+        """One human line."""
+        if self.snapshot_id is None:
+            return f"{self.table}: nothing to ingest"
+        return (
+            f"{self.table}: committed {self.commit_kind} snapshot {self.snapshot_id}, "
+            f"{self.rows} rows in {self.files} level-0 files over {self.buckets} buckets "
+            f"in {self.seconds:.2f} s"
+        )

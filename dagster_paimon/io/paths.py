@@ -1,0 +1,33 @@
+"""Where data files live, and removing files an operation wrote but will not commit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+from pypaimon.table.file_store_table import FileStoreTable
+from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
+from dagster_paimon.partition import Partition
+
+
+def bucket_file_path(table: FileStoreTable, partition: Partition, bucket: int, name: str) -> str:
+    """A file in Java's escaped partition/bucket directory."""
+    return canonical_data_file_path(table, partition.values, bucket, name)
+
+
+def data_file_path(
+    table: FileStoreTable, partition: Partition, bucket: int, meta: DataFileMeta
+) -> str:
+    """Where a data file lives: its external path, else its bucket directory."""
+    if meta.external_path:
+        return meta.external_path
+    return bucket_file_path(table, partition, bucket, meta.file_name)
+
+
+def delete_data_files(
+    table: FileStoreTable, partition: Partition, bucket: int, files: Iterable[DataFileMeta]
+) -> None:
+    """Best-effort removal of files written by an attempt that will not be committed."""
+    for meta in files:
+        table.file_io.delete_quietly(data_file_path(table, partition, bucket, meta))

@@ -1,0 +1,197 @@
+"""Paimon table options: the keys we read (CoreOptions names) and one typed reader per kind.
+
+Every option is read through `read_option`, so a malformed value fails the same way wherever it
+is read: an InvalidOptionError naming the key and the value, before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+from pypaimon.common.memory_size import MemorySize
+from pypaimon.common.time_utils import parse_duration
+
+from dagster_paimon.errors import InvalidOptionError
+
+T = TypeVar("T")
+
+BUCKET = "bucket"
+BUCKET_FUNCTION_TYPE = "bucket-function.type"
+FILE_FORMAT = "file.format"
+WRITE_BUFFER_SIZE = "write-buffer-size"
+ROWKIND_FIELD = "rowkind.field"
+IGNORE_UPDATE_BEFORE = "ignore-update-before"
+
+MERGE_ENGINE = "merge-engine"
+IGNORE_DELETE = "ignore-delete"
+IGNORE_DELETE_FALLBACKS = (
+    "first-row.ignore-delete",
+    "deduplicate.ignore-delete",
+    "partial-update.ignore-delete",
+)
+SEQUENCE_FIELD = "sequence.field"
+SEQUENCE_FIELD_SORT_ORDER = "sequence.field.sort-order"
+PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = "partial-update.remove-record-on-delete"
+PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP = "partial-update.remove-record-on-sequence-group"
+AGGREGATION_REMOVE_RECORD_ON_DELETE = "aggregation.remove-record-on-delete"
+FIELDS_PREFIX = "fields."
+DEFAULT_AGGREGATE_FUNCTION = "default-aggregate-function"
+SEQUENCE_GROUP_SUFFIX = ".sequence-group"
+
+TARGET_FILE_SIZE = "target-file-size"
+SMALL_FILE_RATIO = "compaction.small-file-ratio"
+COMPACTION_TRIGGER = "num-sorted-run.compaction-trigger"
+STOP_TRIGGER = "num-sorted-run.stop-trigger"
+NUM_LEVELS = "num-levels"
+MAX_SIZE_AMP = "compaction.max-size-amplification-percent"
+SIZE_RATIO = "compaction.size-ratio"
+OFFPEAK_START = "compaction.offpeak.start.hour"
+OFFPEAK_END = "compaction.offpeak.end.hour"
+OFFPEAK_RATIO = "compaction.offpeak-ratio"
+OPTIMIZATION_INTERVAL = "compaction.optimization-interval"
+TOTAL_SIZE_THRESHOLD = "compaction.total-size-threshold"
+INCREMENTAL_SIZE_THRESHOLD = "compaction.incremental-size-threshold"
+FORCE_UP_LEVEL_0 = "compaction.force-up-level-0"
+FORCE_REWRITE_ALL_FILES = "compaction.force-rewrite-all-files"
+WRITE_ONLY = "write-only"
+CHANGELOG_PRODUCER = "changelog-producer"
+DELETION_VECTORS = "deletion-vectors.enabled"
+FORCE_LOOKUP = "force-lookup"
+LOOKUP_COMPACT = "lookup-compact"
+LOOKUP_COMPACT_MAX_INTERVAL = "lookup-compact.max-interval"
+RECORD_LEVEL_EXPIRE_TIME = "record-level.expire-time"
+
+SNAPSHOT_RETAIN_MIN = "snapshot.num-retained.min"
+SNAPSHOT_RETAIN_MAX = "snapshot.num-retained.max"
+SNAPSHOT_TIME_RETAINED = "snapshot.time-retained"
+SNAPSHOT_EXPIRE_LIMIT = "snapshot.expire.limit"
+CHANGELOG_RETAIN_MIN = "changelog.num-retained.min"
+CHANGELOG_RETAIN_MAX = "changelog.num-retained.max"
+CHANGELOG_TIME_RETAINED = "changelog.time-retained"
+CONSUMER_CHANGELOG_ONLY = "consumer.changelog-only"
+MANIFEST_TARGET_SIZE = "manifest.target-file-size"
+MANIFEST_MERGE_MIN_COUNT = "manifest.merge-min-count"
+MANIFEST_FULL_COMPACTION_SIZE = "manifest.full-compaction-threshold-size"
+
+DEDUPLICATE, PARTIAL_UPDATE, AGGREGATION, FIRST_ROW = MERGE_ENGINES = (
+    "deduplicate",
+    "partial-update",
+    "aggregation",
+    "first-row",
+)
+CHANGELOG_PRODUCERS = ("none", "input", "full-compaction", "lookup")
+CATALOG_TRUE = ("true", "1", "yes")
+CATALOG_FALSE = ("false", "0", "no", "")
+
+
+def read_option(
+    options: Mapping[str, str],
+    key: str,
+    convert: Callable[[str], T],
+    default: T,
+    fallbacks: Sequence[str] = (),
+) -> T:
+    """The first of `key` and its fallback keys that is set, converted; else the default."""
+    for candidate in (key, *fallbacks):
+        raw = options.get(candidate)
+        if raw is None:
+            continue
+        try:
+            return convert(str(raw).strip())
+        except (ValueError, TypeError) as e:
+            raise InvalidOptionError(
+                f"table option '{candidate}' has malformed value {raw!r}: {e}"
+            ) from e
+    return default
+
+
+def boolean(text: str) -> bool:
+    """Paimon accepts exactly true/false, case-insensitively."""
+    lowered = text.lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return lowered == "true"
+
+
+def catalog_boolean(text: str) -> bool:
+    """A catalog flag as pypaimon's file IO reads it: true/1/yes or false/0/no/empty."""
+    lowered = text.lower()
+    if lowered not in CATALOG_TRUE + CATALOG_FALSE:
+        raise ValueError("must be true or false")
+    return lowered in CATALOG_TRUE
+
+
+def choice(choices: Sequence[str]) -> Callable[[str], str]:
+    """A converter that accepts only Paimon's enumerated values."""
+
+    def convert(text: str) -> str:
+        lowered = text.lower()
+        if lowered not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return lowered
+
+    return convert
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An integer converter with a lower bound, for counts and levels."""
+
+    def convert(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise ValueError(f"must be >= {minimum}")
+        return value
+
+    return convert
+
+
+def hour(text: str) -> int:
+    """An hour of day, or -1 for 'not set'."""
+    value = int(text)
+    if not -1 <= value <= 23:
+        raise ValueError("must be -1 or an hour 0..23")
+    return value
+
+
+def ratio(text: str) -> float:
+    """A fraction in (0, 1]."""
+    value = float(text)
+    if not 0.0 < value <= 1.0:
+        raise ValueError("must be in (0, 1]")
+    return value
+
+
+def memory_bytes(text: str) -> int:
+    """A Paimon memory size ('128 mb', '1gb'; a bare number is bytes) in bytes."""
+    return MemorySize.parse_bytes(text)
+
+
+def duration_ms(text: str) -> int:
+    """A Paimon duration ('1 h', '30min', '2d'; a bare number is milliseconds) in ms."""
+    return int(parse_duration(text))
+
+
+def names(text: str) -> list[str]:
+    """A comma-separated list of field names."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def flag(options: Mapping[str, str], key: str, fallbacks: Sequence[str] = ()) -> bool:
+    """A boolean table option, false unless set (Paimon's default for every flag we read)."""
+    return read_option(options, key, boolean, False, fallbacks)
+
+
+def merge_engine(options: Mapping[str, str]) -> str:
+    """The `merge-engine` option: deduplicate unless set."""
+    return read_option(options, MERGE_ENGINE, choice(MERGE_ENGINES), DEDUPLICATE)
+
+
+def ignore_delete(options: Mapping[str, str]) -> bool:
+    """`ignore-delete`, or the engine-specific keys Paimon still accepts for it."""
+    return flag(options, IGNORE_DELETE, IGNORE_DELETE_FALLBACKS)
+
+
+def changelog_producer(options: Mapping[str, str]) -> str:
+    """The `changelog-producer` option: none unless set."""
+    return read_option(options, CHANGELOG_PRODUCER, choice(CHANGELOG_PRODUCERS), "none")
