@@ -19,7 +19,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.options import RetentionOverrides

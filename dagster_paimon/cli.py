@@ -1,4 +1,4 @@
-"""`dagster-paimon`: the operators' CLI over the library (DESIGN.md section 6)."""
+"""`dagster-paimon`: the operators' CLI over the library; JSON keys are a stable contract."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests

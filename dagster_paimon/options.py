@@ -81,6 +81,8 @@ DEDUPLICATE, PARTIAL_UPDATE, AGGREGATION, FIRST_ROW = MERGE_ENGINES = (
     "first-row",
 )
 CHANGELOG_PRODUCERS = ("none", "input", "full-compaction", "lookup")
+DYNAMIC_BUCKET = -1
+POSTPONE_BUCKET = -2
 CATALOG_TRUE = ("true", "1", "yes")
 CATALOG_FALSE = ("false", "0", "no", "")
 
@@ -190,6 +192,16 @@ def merge_engine(options: Mapping[str, str]) -> str:
 def ignore_delete(options: Mapping[str, str]) -> bool:
     """`ignore-delete`, or the engine-specific keys Paimon still accepts for it."""
     return flag(options, IGNORE_DELETE, IGNORE_DELETE_FALLBACKS)
+
+
+def file_format(options: Mapping[str, str]) -> str:
+    """The `file.format` of data files: parquet unless set (Paimon's default since 1.0)."""
+    return read_option(options, FILE_FORMAT, str.lower, "parquet")
+
+
+def bucket(options: Mapping[str, str]) -> int:
+    """The `bucket` option: a fixed count, -1 (dynamic, the default) or -2 (postpone)."""
+    return read_option(options, BUCKET, int, DYNAMIC_BUCKET)
 
 
 def changelog_producer(options: Mapping[str, str]) -> str:

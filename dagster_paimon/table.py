@@ -21,10 +21,8 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
+from dagster_paimon.options import BUCKET, DYNAMIC_BUCKET, POSTPONE_BUCKET
 from dagster_paimon.storage.warehouse import warehouse_for
-
-DYNAMIC_BUCKET = -1
-POSTPONE_BUCKET = -2
 
 
 def parse_identifier(identifier: str) -> tuple[str, str]:
@@ -80,7 +78,7 @@ class TableSpec:
                 f"bucket must be >= 1 (fixed), {DYNAMIC_BUCKET} (dynamic) or "
                 f"{POSTPONE_BUCKET} (postpone), got {self.bucket}"
             )
-        if "bucket" in self.options and str(self.options["bucket"]) != str(self.bucket):
+        if BUCKET in self.options and str(self.options[BUCKET]) != str(self.bucket):
             problems.append("give the bucket count as TableSpec.bucket, not as an option")
         if problems:
             raise InvalidTableSpecError(
@@ -90,7 +88,7 @@ class TableSpec:
     def paimon_schema(self) -> Schema:
         """The pypaimon Schema to create, with the bucket count folded into the options."""
         options = {str(k): str(v) for k, v in self.options.items()}
-        options["bucket"] = str(self.bucket)
+        options[BUCKET] = str(self.bucket)
         return Schema.from_pyarrow_schema(
             self.schema,
             partition_keys=list(self.partition_keys),
@@ -178,7 +176,7 @@ def _check_matches(table: FileStoreTable, spec: TableSpec) -> None:
         differences.append(
             f"partition keys {existing.partition_keys} != {list(spec.partition_keys)}"
         )
-    bucket = existing.options.get("bucket", str(DYNAMIC_BUCKET))
+    bucket = existing.options.get(BUCKET, str(DYNAMIC_BUCKET))
     if str(bucket) != str(spec.bucket):
         differences.append(f"bucket {bucket} != {spec.bucket}")
     if differences:

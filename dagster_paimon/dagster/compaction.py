@@ -15,7 +15,7 @@ from pydantic import Field
 from dagster_paimon.dagster.metadata import health_metadata, metric_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 
 

@@ -19,7 +19,7 @@ from pydantic import Field
 from dagster_paimon.dagster.metadata import metric_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.options import RetentionOverrides

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from dagster import AssetKey, PartitionsDefinition
 
-from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.table import TableSpec
 
 PartitionMapping = Callable[[str], Mapping[str, str]]
@@ -38,11 +37,6 @@ class PaimonTableSpec(TableSpec):
                 f"{self.identifier}: give partition_mapping to map a Dagster partition key "
                 f"onto the Paimon partition keys {list(self.partition_keys)}"
             )
-
-    @property
-    def compaction_options(self) -> CompactionOptions:
-        """Paimon's compaction options (and so the sensor thresholds) for this table."""
-        return CompactionOptions.from_table_options(self.options)
 
     @property
     def asset_key(self) -> AssetKey:

@@ -12,6 +12,7 @@ from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.ingest.layout import check_writable, plan_write_layout
 from dagster_paimon.ingest.level0 import Level0Writer, max_sequences
 from dagster_paimon.ingest.result import IngestResult
+from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.partition import Partition
 
@@ -30,13 +31,7 @@ def ingest_arrow(table: FileStoreTable, data: pa.Table, *, mode: str = "append")
     check_writable(table)
     layout = plan_write_layout(table.table_schema, data.schema)
     writer = Level0Writer(table, layout, max_sequences(read_levels(table)))
-    try:
-        for batch in data.to_batches():
-            writer.write(batch)
-        writes = writer.finish()
-    except BaseException:
-        writer.abort()
-        raise
+    writes = write_all(writer, data.to_batches())
     overwrite = None
     if mode == "overwrite":
         overwrite = writer.partitions if table.partition_keys else {Partition((), ())}

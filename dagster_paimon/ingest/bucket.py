@@ -24,7 +24,13 @@ import pyarrow.compute as pc
 from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
-from dagster_paimon.table import DYNAMIC_BUCKET, POSTPONE_BUCKET
+from dagster_paimon.options import (
+    BUCKET_FUNCTION_TYPE,
+    DYNAMIC_BUCKET,
+    POSTPONE_BUCKET,
+    bucket,
+    read_option,
+)
 
 SEED = 42
 _C1 = np.uint32(0xCC9E2D51)
@@ -275,26 +281,26 @@ def buckets_of(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
 
 def fixed_bucket_count(schema: TableSchema) -> int:
     """The table's bucket count; tables whose buckets are not a pure hash are refused."""
-    bucket = int(schema.options.get("bucket", DYNAMIC_BUCKET))
-    if bucket == DYNAMIC_BUCKET:
+    count = bucket(schema.options)
+    if count == DYNAMIC_BUCKET:
         raise InvalidOptionError(
             "table option 'bucket' is -1 (dynamic bucket mode): its key-to-bucket index lives in "
             "index files that dagster-paimon does not maintain; create the table with 'bucket' "
             "set to a fixed count > 0"
         )
-    if bucket == POSTPONE_BUCKET:
+    if count == POSTPONE_BUCKET:
         raise InvalidOptionError(
             "table option 'bucket' is -2 (postpone bucket mode): its files wait in a postpone "
             "bucket for a rescale job dagster-paimon does not run; create the table with "
             "'bucket' set to a fixed count > 0"
         )
-    function = str(schema.options.get("bucket-function.type", "default")).lower()
+    function = read_option(schema.options, BUCKET_FUNCTION_TYPE, str.lower, "default")
     if function != "default":
         raise InvalidOptionError(
-            f"table option 'bucket-function.type' is {function!r}: only Paimon's default "
+            f"table option '{BUCKET_FUNCTION_TYPE}' is {function!r}: only Paimon's default "
             "hash bucket function is supported; unset the option"
         )
-    return bucket
+    return count
 
 
 def assign_buckets(schema: TableSchema, data: pa.Table | pa.RecordBatch) -> np.ndarray:

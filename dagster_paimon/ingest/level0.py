@@ -16,26 +16,25 @@ from itertools import pairwise
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.common.memory_size import MemorySize
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
-from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.ingest.bucket import assign_buckets, fixed_bucket_count
 from dagster_paimon.ingest.layout import BUCKET_COLUMN, WriteLayout, to_table_types
 from dagster_paimon.ingest.rowkinds import RowKindFilter, parse_row_kinds
 from dagster_paimon.io.kv import SEQUENCE_NUMBER, key_columns, kv_schema, trimmed_primary_keys
 from dagster_paimon.io.paths import delete_data_files
-from dagster_paimon.io.write import APPEND_FILE_SOURCE, RollingWriter
+from dagster_paimon.io.write import APPEND_FILE_SOURCE, RollingWriter, write_all
 from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
 from dagster_paimon.lsm.model.levels import TableLevels
+from dagster_paimon.options import WRITE_BUFFER_SIZE, memory_bytes, read_option
 from dagster_paimon.partition import Partition
 
 log = logging.getLogger(__name__)
 
 SEQUENCE_STRIDE = 1 << 32
-DEFAULT_WRITE_BUFFER = "256 mb"
+DEFAULT_WRITE_BUFFER = 256 * 1024 * 1024
 RUN_BATCH_ROWS = 256 * 1024
 
 BucketKey = tuple[Partition, int]
@@ -43,13 +42,12 @@ BucketKey = tuple[Partition, int]
 
 @dataclass(frozen=True)
 class BucketWrite:
-    """Level-0 files one task wrote into one bucket, and the sequence numbers it used."""
+    """Level-0 files one task wrote into one bucket, and the first sequence number it used."""
 
     partition: Partition
     bucket: int
     files: tuple[DataFileMeta, ...]
     first_sequence: int
-    last_sequence: int
 
     def change(self, total_buckets: int) -> BucketChange:
         """The files as a commit adds them."""
@@ -70,11 +68,7 @@ def max_sequences(levels: TableLevels) -> dict[BucketKey, int]:
 
 def write_buffer_bytes(options: Mapping[str, str]) -> int:
     """Paimon's `write-buffer-size`: rows a task holds before flushing level-0 files."""
-    text = str(options.get("write-buffer-size", DEFAULT_WRITE_BUFFER))
-    try:
-        return MemorySize.parse(text).get_bytes()
-    except ValueError as e:
-        raise InvalidOptionError(f"table option 'write-buffer-size' is {text!r}: {e}") from e
+    return read_option(options, WRITE_BUFFER_SIZE, memory_bytes, DEFAULT_WRITE_BUFFER)
 
 
 def sorted_by(table: pa.Table, columns: list[str]) -> bool:
@@ -140,7 +134,6 @@ class Level0Writer:
         self._kinds: list[np.ndarray] = []
         self._buckets: list[np.ndarray] = []
         self._buffered = 0
-        self._open: RollingWriter | None = None
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Take one input batch; flush level-0 files whenever the buffer is full."""
@@ -257,38 +250,28 @@ class Level0Writer:
             order = [(k, "ascending") for k in self.keys] + [(SEQUENCE_NUMBER, "ascending")]
             kv = kv.take(pc.sort_indices(kv, sort_keys=order))
         writer = RollingWriter(self.table, partition, bucket, 0, APPEND_FILE_SOURCE)
-        self._open = writer
-        try:
-            merged = merge_sorted_runs(
+        files = write_all(
+            writer,
+            merge_sorted_runs(
                 [kv.to_batches(max_chunksize=RUN_BATCH_ROWS)],
                 self.engine,
                 drop_delete=False,
                 key_columns=self.keys,
             )
-            for batch in merged:
-                writer.write(batch)
-            files = writer.finish()
-        except BaseException:
-            writer.abort()
-            raise
-        finally:
-            self._open = None
+        )
         self._files.setdefault(key, []).extend(files)
 
     def finish(self) -> list[BucketWrite]:
         """Flush what is left; the files of every bucket written, with their sequence range."""
         self.flush()
         return [
-            BucketWrite(key[0], key[1], tuple(files), self._first[key], self._next[key] - 1)
+            BucketWrite(key[0], key[1], tuple(files), self._first[key])
             for key, files in self._files.items()
             if files
         ]
 
     def abort(self) -> None:
         """Delete every file this writer produced: a failed task leaves nothing behind."""
-        if self._open is not None:
-            self._open.abort()
-            self._open = None
         for (partition, bucket), files in self._files.items():
             delete_data_files(self.table, partition, bucket, files)
         self._files.clear()

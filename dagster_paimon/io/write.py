@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import math
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,12 +23,53 @@ from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
 from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
 from dagster_paimon.io.paths import bucket_file_path
+from dagster_paimon.options import FILE_FORMAT, file_format
 from dagster_paimon.partition import Partition
 
 log = logging.getLogger(__name__)
 
 APPEND_FILE_SOURCE = 0
 COMPACT_FILE_SOURCE = 1
+
+
+T = TypeVar("T", covariant=True)
+
+
+def check_writable_format(options: Mapping[str, str]) -> None:
+    """We write parquet data files; a table of another format is refused before any write."""
+    fmt = file_format(options)
+    if fmt != "parquet":
+        raise InvalidOptionError(
+            f"table option '{FILE_FORMAT}' is {fmt!r}: dagster-paimon writes parquet data "
+            "files only"
+        )
+
+
+class BatchWriter(Protocol[T]):
+    """A writer of Arrow batches that can finish or remove everything it wrote."""
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Take one batch."""
+        ...
+
+    def finish(self) -> T:
+        """Close and describe what was written."""
+        ...
+
+    def abort(self) -> None:
+        """Delete everything written so far."""
+        ...
+
+
+def write_all(writer: BatchWriter[T], batches: Iterable[pa.RecordBatch]) -> T:
+    """Write every batch and finish; on any failure the writer removes what it wrote."""
+    try:
+        for batch in batches:
+            writer.write(batch)
+        return writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
 
 
 class _Stats:
@@ -101,11 +144,7 @@ class RollingWriter:
         file_source: int = COMPACT_FILE_SOURCE,
     ):
         schema = table.table_schema
-        fmt = table.options.file_format("parquet")
-        if str(fmt).lower() != "parquet":
-            raise InvalidOptionError(
-                f"table option 'file.format' is {fmt!r}: compaction writes parquet only"
-            )
+        check_writable_format(schema.options)
         self.table = table
         self.partition = partition
         self.bucket = bucket

@@ -149,13 +149,34 @@ def data_files_to_delete(
     return result
 
 
+ListsOf = Callable[[Snapshot], list[str]]
+
+
+def lists_named(*, data_lists: bool, changelog_lists: bool) -> ListsOf:
+    """A snapshot's base and delta lists and/or its changelog list."""
+
+    def lists_of(s: Snapshot) -> list[str]:
+        names = [s.base_manifest_list, s.delta_manifest_list] if data_lists else []
+        if changelog_lists and s.changelog_manifest_list:
+            names.append(s.changelog_manifest_list)
+        return names
+
+    return lists_of
+
+
+def changelog_lists(c: Snapshot) -> list[str]:
+    """What a long-lived changelog owns: its changelog list, else its base and delta lists."""
+    if c.changelog_manifest_list:
+        return [c.changelog_manifest_list]
+    return [c.base_manifest_list, c.delta_manifest_list]
+
+
 def metadata_to_delete(
     meta: TableMetadata,
     snapshots: Sequence[Snapshot],
     skipping: set[str],
     *,
-    data_lists: bool,
-    changelog_lists: bool,
+    lists_of: ListsOf,
     index: bool = True,
 ) -> list[str]:
     """Manifest lists, manifests, index and statistics files only the given snapshots use.
@@ -164,12 +185,6 @@ def metadata_to_delete(
     a file shared by several expiring snapshots is listed once.
     """
     skipping = set(skipping)
-
-    def lists_of(s: Snapshot) -> list[str]:
-        names = [s.base_manifest_list, s.delta_manifest_list] if data_lists else []
-        if changelog_lists and s.changelog_manifest_list:
-            names.append(s.changelog_manifest_list)
-        return names
 
     paths = []
     for _, listed in snapshot_lists(meta, snapshots, lists_of):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pypaimon.changelog.changelog import Changelog
 from pypaimon.common.json_util import JSON
@@ -26,8 +28,10 @@ from dagster_paimon.failpoints import (
 from dagster_paimon.maintenance.deletion import (
     TagSkipper,
     added_in_changelogs,
+    changelog_lists,
     data_files_to_delete,
     deleted_in_deltas,
+    lists_named,
     metadata_to_delete,
 )
 from dagster_paimon.maintenance.metadata import (
@@ -37,7 +41,7 @@ from dagster_paimon.maintenance.metadata import (
     SNAPSHOT_PREFIX,
     TableMetadata,
 )
-from dagster_paimon.maintenance.options import ExpireConfig, RetentionOverrides
+from dagster_paimon.maintenance.options import ExpireConfig, Retention, RetentionOverrides
 from dagster_paimon.maintenance.references import collect_used, referrers
 from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import TableFiles, delete_logged
@@ -129,7 +133,7 @@ class ExpiryResult:
         }
 
     def to_dict(self) -> dict:
-        """The expire-* JSON of DESIGN.md section 6."""
+        """The expire-* JSON of the CLI contract."""
         return {
             "table": self.table,
             "target": self.target,
@@ -209,6 +213,17 @@ def _skipping_set(
         return None
 
 
+def _window(
+    r: Retention, earliest: int, latest: int, consumer: int | None
+) -> tuple[int, int]:
+    """(lo, hi): retain-max may expire below lo; nothing at or above hi may expire."""
+    lo = max(latest - r.retain_max + 1, earliest)
+    hi = latest - r.retain_min + 1
+    if consumer is not None:
+        hi = min(hi, consumer)
+    return lo, min(hi, earliest + r.max_deletes)
+
+
 def _expiry_end(
     candidates: dict[int, Snapshot],
     lo: int,
@@ -230,35 +245,43 @@ def _expiry_end(
     return hi
 
 
-def plan_snapshot_expiry(
-    table: FileStoreTable,
-    config: ExpireConfig | None = None,
+def _expiring(
+    load: Callable[[Iterable[int]], list[Snapshot]],
+    r: Retention,
+    earliest: int,
+    window: tuple[int, int],
+    now_ms: int | None,
     *,
-    overrides: RetentionOverrides | None = None,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
+    next_snapshot: bool,
+) -> tuple[dict[int, Snapshot], int] | None:
+    """The records in the window and the first id to keep; None when nothing may expire."""
+    lo, hi = window
+    if hi <= earliest:
+        return None
+    loaded = {s.id: s for s in load(range(earliest, hi + 1))}
+    cutoff = _now_ms(now_ms) - r.time_retained_ms
+    end = _expiry_end(loaded, lo, hi, cutoff, next_snapshot=next_snapshot)
+    if end <= earliest or end not in loaded:
+        return None
+    return loaded, end
+
+
+def _plan_snapshots(
+    table: FileStoreTable, config: ExpireConfig, meta: TableMetadata, now_ms: int | None
 ) -> ExpiryPlan:
     """Decide which snapshots expire and which files that frees; reads only."""
-    config = config or ExpireConfig.from_table_options(table.table_schema.options, overrides)
-    meta = TableMetadata(table, files or table_files(table))
     name = _table_name(table)
     ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
     if not ids:
         return ExpiryPlan(name, SNAPSHOTS)
     earliest, latest = ids[0], ids[-1]
     r = config.snapshot
-    lo = max(latest - r.retain_max + 1, earliest)
-    hi = latest - r.retain_min + 1
     consumer = None if config.consumer_changelog_only else meta.min_consumer_next()
-    if consumer is not None:
-        hi = min(hi, consumer)
-    hi = min(hi, earliest + r.max_deletes)
-    if hi <= earliest:
+    lo, hi = _window(r, earliest, latest, consumer)
+    found = _expiring(meta.snapshots, r, earliest, (lo, hi), now_ms, next_snapshot=True)
+    if found is None:
         return ExpiryPlan(name, SNAPSHOTS, earliest, earliest)
-    loaded = {s.id: s for s in meta.snapshots(range(earliest, hi + 1))}
-    end = _expiry_end(loaded, lo, hi, _now_ms(now_ms) - r.time_retained_ms, next_snapshot=True)
-    if end <= earliest or end not in loaded:
-        return ExpiryPlan(name, SNAPSHOTS, earliest, earliest)
+    loaded, end = found
     in_range = [loaded[i] for i in sorted(loaded) if i <= end]
     begin = in_range[0].id
     expiring = [s for s in in_range if s.id < end]
@@ -293,8 +316,10 @@ def plan_snapshot_expiry(
             meta,
             expiring,
             skipping | protected,
-            data_lists=not decoupled or config.produce_changelog,
-            changelog_lists=not decoupled,
+            lists_of=lists_named(
+                data_lists=not decoupled or config.produce_changelog,
+                changelog_lists=not decoupled,
+            ),
         )
     return ExpiryPlan(
         name,
@@ -318,18 +343,10 @@ def _paths(meta: TableMetadata, refs: list, protected: set[str]) -> list[str]:
     return list(seen)
 
 
-def plan_changelog_expiry(
-    table: FileStoreTable,
-    config: ExpireConfig | None = None,
-    *,
-    overrides: RetentionOverrides | None = None,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
+def _plan_changelogs(
+    table: FileStoreTable, config: ExpireConfig, meta: TableMetadata, now_ms: int | None
 ) -> ExpiryPlan:
     """Decide which long-lived changelogs expire and which files that frees; reads only."""
-    options = table.table_schema.options
-    config = config or ExpireConfig.from_table_options(options, changelog_overrides=overrides)
-    meta = TableMetadata(table, files or table_files(table))
     name = _table_name(table)
     snapshot_ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
     changelog_ids = meta.ids(meta.main.dir("changelog"), CHANGELOG_PREFIX)
@@ -337,19 +354,12 @@ def plan_changelog_expiry(
         return ExpiryPlan(name, CHANGELOGS, changelog_ids[0] if changelog_ids else None)
     earliest, latest_changelog = changelog_ids[0], changelog_ids[-1]
     r = config.changelog
-    latest = snapshot_ids[-1]
-    lo = max(latest - r.retain_max + 1, earliest)
-    hi = latest - r.retain_min + 1
-    consumer = meta.min_consumer_next()
-    if consumer is not None:
-        hi = min(hi, consumer)
-    hi = min(hi, earliest + r.max_deletes, latest_changelog)
-    if hi <= earliest:
+    lo, hi = _window(r, earliest, snapshot_ids[-1], meta.min_consumer_next())
+    window = (lo, min(hi, latest_changelog))
+    found = _expiring(meta.changelogs, r, earliest, window, now_ms, next_snapshot=False)
+    if found is None:
         return ExpiryPlan(name, CHANGELOGS, earliest, earliest)
-    loaded = {c.id: c for c in meta.changelogs(range(earliest, hi + 1))}
-    end = _expiry_end(loaded, lo, hi, _now_ms(now_ms) - r.time_retained_ms, next_snapshot=False)
-    if end <= earliest or end not in loaded:
-        return ExpiryPlan(name, CHANGELOGS, earliest, earliest)
+    loaded, end = found
     expiring = [loaded[i] for i in sorted(loaded) if i < end]
     tags = meta.tags()
     log.info("expiring changelogs %d..%d of %s", earliest, end - 1, name)
@@ -369,20 +379,7 @@ def plan_changelog_expiry(
     metadata: list[str] = []
     if skipping is not None:
         metadata = metadata_to_delete(
-            meta,
-            with_list,
-            skipping | protected,
-            data_lists=False,
-            changelog_lists=True,
-            index=False,
-        )
-        metadata += metadata_to_delete(
-            meta,
-            [c for c in expiring if not c.changelog_manifest_list],
-            skipping | protected,
-            data_lists=True,
-            changelog_lists=False,
-            index=False,
+            meta, expiring, skipping | protected, lists_of=changelog_lists, index=False
         )
     return ExpiryPlan(
         name,
@@ -394,6 +391,30 @@ def plan_changelog_expiry(
         tuple(dict.fromkeys(metadata)),
         guard=_guard(meta, tags, check_consumers=True),
     )
+
+
+def plan_expiry(
+    table: FileStoreTable,
+    target: str = SNAPSHOTS,
+    *,
+    overrides: RetentionOverrides | None = None,
+    now_ms: int | None = None,
+    files: TableFiles | None = None,
+) -> ExpiryPlan:
+    """Which snapshots (or long-lived changelogs) expire and which files that frees; reads only.
+
+    Retention comes from the table's snapshot.* (or changelog.*) options with `overrides` on
+    top; `now_ms` is the clock the time retention is measured against.
+    """
+    if target not in (SNAPSHOTS, CHANGELOGS):
+        raise ValueError(f"target must be {SNAPSHOTS!r} or {CHANGELOGS!r}, got {target!r}")
+    options = table.table_schema.options
+    meta = TableMetadata(table, files or table_files(table))
+    if target == SNAPSHOTS:
+        config = ExpireConfig.from_table_options(options, overrides)
+        return _plan_snapshots(table, config, meta, now_ms)
+    config = ExpireConfig.from_table_options(options, changelog_overrides=overrides)
+    return _plan_changelogs(table, config, meta, now_ms)
 
 
 def _check_guard(meta: TableMetadata, plan: ExpiryPlan, end: int) -> None:
@@ -498,33 +519,28 @@ def execute_expiry(
     )
 
 
-def expire_snapshots(
+def expire(
     table: FileStoreTable,
+    target: str = SNAPSHOTS,
     *,
     overrides: RetentionOverrides | None = None,
     dry_run: bool = False,
     now_ms: int | None = None,
     files: TableFiles | None = None,
 ) -> ExpiryResult:
-    """Expire snapshots by the table's retention options and any overrides."""
+    """Expire snapshots (or long-lived changelogs) by retention options and any overrides."""
     return run_planned(
-        lambda: plan_snapshot_expiry(table, overrides=overrides, now_ms=now_ms, files=files),
+        lambda: plan_expiry(table, target, overrides=overrides, now_ms=now_ms, files=files),
         lambda plan: execute_expiry(table, plan, files=files),
         dry_run=dry_run,
     )
 
 
-def expire_changelogs(
-    table: FileStoreTable,
-    *,
-    overrides: RetentionOverrides | None = None,
-    dry_run: bool = False,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
-) -> ExpiryResult:
+def expire_snapshots(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:
+    """Expire snapshots by snapshot.* retention; tags, consumers and branches keep theirs."""
+    return expire(table, SNAPSHOTS, **kwargs)
+
+
+def expire_changelogs(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:
     """Expire long-lived changelogs by changelog.* retention (falling back to snapshot.*)."""
-    return run_planned(
-        lambda: plan_changelog_expiry(table, overrides=overrides, now_ms=now_ms, files=files),
-        lambda plan: execute_expiry(table, plan, files=files),
-        dry_run=dry_run,
-    )
+    return expire(table, CHANGELOGS, **kwargs)

@@ -31,13 +31,12 @@ Manifests = tuple[tuple[str, tuple[str, ...]], ...]
 class ListedManifests:
     """One manifest list: its manifests (with sidecars), or None if the file is missing.
 
-    repeats_previous: it is the previous snapshot's base + delta lists, so every manifest
-    it names was already yielded (its manifests are then left empty).
+    A base list that repeats the previous snapshot's base + delta lists names nothing new;
+    its manifests are left empty.
     """
 
     name: str
     manifests: Manifests | None
-    repeats_previous: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def snapshot_lists(
                     and raw.payload == base.payload + delta.payload
                 )
                 manifests = None if raw is None else () if repeats else _decode(raw)
-                listed.append(ListedManifests(name, manifests, repeats))
+                listed.append(ListedManifests(name, manifests))
             both = {snapshot.base_manifest_list, snapshot.delta_manifest_list} <= set(group)
             previous = (
                 (raws[snapshot.base_manifest_list], raws[snapshot.delta_manifest_list])

@@ -87,7 +87,7 @@ class OrphanResult:
         }
 
     def to_dict(self) -> dict:
-        """The remove-orphans JSON of DESIGN.md section 6."""
+        """The remove-orphans JSON of the CLI contract."""
         return {
             "table": self.table,
             "orphans": list(self.orphans),

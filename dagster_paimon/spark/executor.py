@@ -9,9 +9,7 @@ from collections.abc import Sequence
 from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql import SparkSession
 
-from dagster_paimon.lsm.compaction.executor import discard_results
-from dagster_paimon.lsm.compaction.plan import TaskPlan
-from dagster_paimon.lsm.compaction.task import CompactResult, run_task
+from dagster_paimon.lsm.compaction import CompactResult, TaskPlan, discard_results, run_task
 from dagster_paimon.table import TableRef
 
 log = logging.getLogger(__name__)

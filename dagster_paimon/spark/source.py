@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pypaimon.common.options import config as catalog_config
@@ -42,6 +42,7 @@ from dagster_paimon.ingest.level0 import (
     max_sequences,
 )
 from dagster_paimon.io.kv import value_schema
+from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.partition import Partition, parse_partition_spec
 from dagster_paimon.spark.read import BucketSplit, check_readable, plan_splits, read_split
@@ -126,26 +127,17 @@ def check_one_task_per_bucket(messages: list[IngestMessage]) -> None:
                 )
 
 
+@dataclass
 class PaimonWriter(DataSourceArrowWriter):
     """Executors write level-0 files; the driver commits them as one snapshot or deletes them."""
 
-    def __init__(
-        self,
-        ref: TableRef,
-        layout: WriteLayout,
-        base_snapshot: int | None,
-        base_sequences: dict[BucketKey, int],
-        *,
-        overwrite: bool,
-        commit_user: str,
-    ):
-        self.ref = ref
-        self.layout = layout
-        self.base_snapshot = base_snapshot
-        self.base_sequences = base_sequences
-        self.overwrite = overwrite
-        self.commit_user = commit_user
-        self.identifier = time.time_ns()
+    ref: TableRef
+    layout: WriteLayout
+    base_snapshot: int | None
+    base_sequences: dict[BucketKey, int]
+    overwrite: bool = field(kw_only=True)
+    commit_user: str = field(kw_only=True)
+    identifier: int = field(default_factory=time.time_ns, kw_only=True)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> IngestMessage:
         """Write this task's rows; a failing task deletes its own files before raising."""
@@ -154,13 +146,7 @@ class PaimonWriter(DataSourceArrowWriter):
         writer = Level0Writer(
             self.ref.open(), self.layout, self.base_sequences, sequence_offset=offset
         )
-        try:
-            for batch in iterator:
-                writer.write(batch)
-            writes = writer.finish()
-        except BaseException:
-            writer.abort()
-            raise
+        writes = write_all(writer, iterator)
         return IngestMessage(
             task, writer.rows, tuple(sorted(writer.partitions, key=repr)), tuple(writes)
         )

@@ -13,7 +13,7 @@ from dagster_paimon.maintenance.expire import (
     EXPIRED,
     execute_expiry,
     expire_snapshots,
-    plan_snapshot_expiry,
+    plan_expiry,
 )
 from dagster_paimon.maintenance.options import HOUR_MS, RetentionOverrides
 from dagster_paimon.storage.local import LocalFiles
@@ -139,7 +139,7 @@ def test_other_branches_keep_the_files_they_share(warehouse):
 
 def test_a_tag_created_after_planning_stops_execution(warehouse):
     table = history(warehouse, 5, compact_after=(4,))
-    plan = plan_snapshot_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
     table.create_tag("late", 2)
     with pytest.raises(StaleMaintenancePlanError, match="late"):
         execute_expiry(table, plan)
@@ -149,7 +149,7 @@ def test_a_tag_created_after_planning_stops_execution(warehouse):
 
 def test_a_consumer_registered_after_planning_stops_execution(warehouse):
     table = history(warehouse, 5)
-    plan = plan_snapshot_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
     set_consumer(table, "late", 2)
     with pytest.raises(StaleMaintenancePlanError, match="consumer"):
         execute_expiry(table, plan)
@@ -157,7 +157,7 @@ def test_a_consumer_registered_after_planning_stops_execution(warehouse):
 
 def test_commits_landing_after_planning_keep_their_files(warehouse):
     table = history(warehouse, 5)
-    plan = plan_snapshot_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
     append(table, 50)
     compact(table, warehouse, full=True)
     latest = snapshot_ids(table)[-1]
@@ -169,7 +169,7 @@ def test_commits_landing_after_planning_keep_their_files(warehouse):
 def test_files_the_latest_snapshot_uses_are_never_deleted(warehouse):
     table = history(warehouse, 3)
     live = sorted(all_refs(table)[3].data)
-    plan = plan_snapshot_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
     tampered = replace(plan, data_files=(*plan.data_files, *live))
     execute_expiry(table, tampered)
     assert all(exists(p) for p in live)

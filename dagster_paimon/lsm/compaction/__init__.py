@@ -1,1 +1,29 @@
-"""Compaction: strategies, task plans, task execution, executors and the table-wide run."""
+"""Compaction: strategies, task plans, task execution, executors and the table-wide run.
+
+What adapters (CLI, Dagster, Spark) use is exported here; the engine itself never imports it.
+"""
+
+from dagster_paimon.lsm.compaction.compact import (
+    CompactionPlan,
+    CompactionResult,
+    compact_table,
+    execute_compaction,
+    plan_compaction,
+)
+from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor, discard_results
+from dagster_paimon.lsm.compaction.plan import TaskPlan
+from dagster_paimon.lsm.compaction.task import CompactResult, run_task
+
+__all__ = [
+    "CompactResult",
+    "CompactionPlan",
+    "CompactionResult",
+    "LocalExecutor",
+    "TaskExecutor",
+    "TaskPlan",
+    "compact_table",
+    "discard_results",
+    "execute_compaction",
+    "plan_compaction",
+    "run_task",
+]

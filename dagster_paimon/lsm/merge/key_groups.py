@@ -31,11 +31,6 @@ def take(column: Column, indices: np.ndarray) -> Column:
     return column.take(pa.array(indices, type=pa.int64()))
 
 
-def take_or_null(column: pa.Array, indices: np.ndarray) -> pa.Array:
-    """Gather where index -1 means null, for keys whose reduction found no record."""
-    return column.take(pa.array(indices, type=pa.int64(), mask=indices < 0))
-
-
 def concat(columns: list[Column]) -> Column:
     """Concatenate Arrow or numpy pieces of one column."""
     if isinstance(columns[0], np.ndarray):

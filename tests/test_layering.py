@@ -1,0 +1,85 @@
+"""The import arrows of the package: adapters -> maintenance, lsm -> commit, io -> table, storage.
+
+Each package may import only the layers below it; the Dagster, Spark and CLI adapters are the
+only modules that see the compaction package, and only through its public `__init__`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "dagster_paimon"
+BASE = {"errors", "options", "partition", "failpoints", "results"}
+ENGINE = {
+    "base": {"base"},
+    "storage": {"base", "storage"},
+    "table": {"base", "storage", "table"},
+    "io": {"base", "storage", "table", "io"},
+    "commit": {"base", "storage", "table", "io", "commit"},
+    "lsm.model": {"base", "io", "commit", "lsm.model"},
+    "lsm.merge": {"base", "io", "lsm.model", "lsm.merge"},
+    "lsm.compaction": {
+        "base",
+        "storage",
+        "table",
+        "io",
+        "commit",
+        "lsm.model",
+        "lsm.merge",
+        "lsm.compaction",
+    },
+    "ingest": {"base", "storage", "table", "io", "commit", "lsm.model", "lsm.merge", "ingest"},
+    "maintenance": {"base", "storage", "table", "io", "commit", "maintenance"},
+}
+ADAPTERS = {"spark": {"spark"}, "dagster": {"dagster", "spark"}, "cli": {"cli", "spark"}}
+
+
+def layer(module: str) -> str:
+    """The layer a dotted module name (below dagster_paimon) belongs to."""
+    parts = module.split(".")
+    if parts[0] == "lsm" and len(parts) > 1:
+        return f"lsm.{parts[1]}"
+    return "base" if parts[0] in BASE else parts[0]
+
+
+def imports(path: Path) -> list[str]:
+    """Every dagster_paimon module a file imports, anywhere in it, without the prefix."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        prefix = "dagster_paimon."
+        found += [n.removeprefix(prefix) for n in names if n.startswith(prefix)]
+    return found
+
+
+MODULES = sorted(
+    ".".join(p.relative_to(ROOT).with_suffix("").parts)
+    for p in ROOT.rglob("*.py")
+    if p.name != "__init__.py"
+)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_imports_point_down_the_layers(module):
+    path = ROOT / (module.replace(".", "/") + ".py")
+    own = layer(module)
+    for target in imports(path):
+        if own in ADAPTERS:
+            allowed = set(ENGINE) | ADAPTERS[own]
+            assert not target.startswith("lsm.compaction."), (
+                f"{module} reaches into {target}; use dagster_paimon.lsm.compaction"
+            )
+        else:
+            allowed = ENGINE[own]
+        assert layer(target) in allowed, f"{module} ({own}) must not import {target}"
+
+
+def test_the_lsm_root_holds_only_subpackages():
+    assert sorted(p.name for p in (ROOT / "lsm").iterdir() if p.suffix == ".py") == ["__init__.py"]
