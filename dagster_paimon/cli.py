@@ -133,8 +133,6 @@ def cmd_ingest(args: argparse.Namespace) -> tuple[dict, str]:
         mode=args.mode,
         catalog_options=catalog_options(args),
     )
-    if report.snapshot_id is None:
-        return report.to_dict(), f"{report.table}: nothing to ingest from {args.source}"
     return report.to_dict(), report.summary()
 
 

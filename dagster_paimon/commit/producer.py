@@ -140,8 +140,9 @@ class SnapshotProducer:
     def _prepare(
         self, latest: Snapshot | None, entries: list[ManifestEntry], attempt: _Attempt
     ) -> Snapshot:
-        """Write the delta manifests and both manifest lists; return the snapshot to create."""
+        """Write manifests, then the lists naming them: nothing names a file before it exists."""
         lists = ManifestListManager(self.table)
+        base_metas = self.base_manifests(latest)
         delta_metas = ManifestFileManager(self.table).rolling_write(
             entries, self.table.options.manifest_target_size(), f"manifest-{uuid.uuid4()}"
         )
@@ -150,7 +151,7 @@ class SnapshotProducer:
         unique = uuid.uuid4()
         base_name, delta_name = f"manifest-list-{unique}-0", f"manifest-list-{unique}-1"
         attempt.names += [base_name, delta_name]
-        base_size = lists.write(base_name, self.base_manifests(latest))
+        base_size = lists.write(base_name, base_metas)
         delta_size = lists.write(delta_name, delta_metas)
         failpoint(MANIFEST_LIST_WRITTEN)
         delta_records = sum(

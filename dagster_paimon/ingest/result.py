@@ -75,7 +75,7 @@ class IngestResult:
     def summary(self) -> str:
         """One human line."""
         if self.snapshot_id is None:
-            return f"{self.table}: nothing to ingest"
+            return f"{self.table}: nothing to ingest (no rows), no snapshot written"
         return (
             f"{self.table}: committed {self.commit_kind} snapshot {self.snapshot_id}, "
             f"{self.rows} rows in {self.files} level-0 files over {self.buckets} buckets "

@@ -1,0 +1,296 @@
+"""Crash matrix: kill every table-changing operation at every failpoint it passes.
+
+For each (operation, failpoint) a copy of one small real table (pypaimon commits, one full
+compaction, more pypaimon commits) is handed to a child process armed with the failpoint.
+The child must die by SIGKILL (the step was reached); afterwards pypaimon must read the
+latest snapshot as exactly the committed writes (the child's own write included only if its
+snapshot landed), every listed snapshot must read as it did; rerunning the operation without
+the failpoint must succeed; and once orphan removal ran, every file left under the table
+directory must be referenced by some snapshot.
+
+A last test breaks the commit order inside the child (snapshot file before its manifests)
+and proves the same check then fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from dagster_paimon import failpoints as fp
+from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.table import TableRef, create_table, open_table
+from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
+from tests.crash_child import BREAK_COMMIT_ENV, IDENTIFIER, Zygote, run_child
+from tests.lsm.kvmodel import apply_dedup
+from tests.tablefiles import (
+    check_snapshots,
+    diff_rows,
+    load_snapshot,
+    rows_by_key,
+    snapshot_ids,
+    table_root,
+    unreferenced_files,
+)
+
+KEY = ("dt", "id")
+DAY1, DAY2 = "2024-01-01", "2024-01-02"
+WRITE_KINDS = ("APPEND", "OVERWRITE")
+RETAINED = 2  # expiry keeps the newest two snapshots (6 and 7) and expires 1-5
+EXPIRE_ARGS = {
+    "retention": {
+        "retain_min": RETAINED,
+        "retain_max": RETAINED,
+        "time_retained_ms": 0,
+        "max_deletes": 1000,
+    }
+}
+COMMIT_STEPS = (fp.MANIFESTS_WRITTEN, fp.MANIFEST_LIST_WRITTEN, fp.BEFORE_SNAPSHOT)
+WRITE_STEPS = (fp.DATA_FILE_WRITTEN, *COMMIT_STEPS, fp.AFTER_SNAPSHOT)
+
+MATRIX = [
+    *[("compact", f) for f in WRITE_STEPS],
+    *[("ingest", f) for f in WRITE_STEPS],
+    *[("overwrite", f) for f in WRITE_STEPS],
+    *[("compact-manifests", f) for f in (*COMMIT_STEPS, fp.AFTER_SNAPSHOT)],
+    *[
+        ("expire", f)
+        for f in (
+            fp.FILE_DELETED,
+            f"{fp.FILE_DELETED}@2",
+            fp.DATA_FILES_EXPIRED,
+            fp.METADATA_EXPIRED,
+            fp.RECORDS_EXPIRED,
+        )
+    ],
+    ("remove-orphans", fp.FILE_DELETED),
+]
+
+
+def _row(dt: str, key: int, v: str, kind: str) -> dict:
+    return {"dt": dt, "id": key, "v": v, "_row_kind": kind}
+
+
+# upserts of existing keys, deletes of existing keys, new keys; both partitions, both buckets
+INGEST_ROWS = [
+    *[_row(DAY1, k, f"ingested-{k}", "+U") for k in range(0, 24, 4)],
+    *[_row(DAY2, k, f"ingested-{k}", "+I") for k in range(1, 25, 4)],
+    _row(DAY1, 30, "gone", "-D"),
+    _row(DAY2, 31, "gone", "-D"),
+    _row(DAY1, 42, "gone", "-D"),
+    *[_row(DAY1, k, f"new-{k}", "+I") for k in range(1000, 1012, 2)],
+    *[_row(DAY2, k, f"new-{k}", "+I") for k in range(1001, 1013, 2)],
+]
+# replaces all of DAY1 (and only DAY1) with these rows
+OVERWRITE_ROWS = [_row(DAY1, k, f"overwritten-{k}", "+I") for k in (*range(0, 16, 2), 500)]
+
+
+def op_args(op: str) -> dict:
+    """The JSON arguments of each operation in the matrix."""
+    return {
+        "compact": {"full": True},
+        "ingest": {"rows": INGEST_ROWS},
+        "overwrite": {"rows": OVERWRITE_ROWS},
+        "expire": EXPIRE_ARGS,
+        "compact-manifests": {"full": True},
+        "remove-orphans": {},
+    }[op]
+
+
+def _apply(model: dict, rows: list[dict]) -> None:
+    """Apply written rows (with `_row_kind`, default +I) to a {key: row} model."""
+    apply_dedup(
+        model,
+        [
+            {"dt": r["dt"], "id": r["id"], "v": r["v"], "_kind": r.get("_row_kind", "+I")}
+            for r in rows
+        ],
+        KEY,
+    )
+
+
+@dataclass
+class Template:
+    """The table every case starts from, and what each of its snapshots holds."""
+
+    warehouse: Path
+    expected: dict[int, dict] = field(default_factory=dict)
+
+    @property
+    def latest_id(self) -> int:
+        return max(self.expected)
+
+    @property
+    def model(self) -> dict:
+        """Rows of the latest snapshot."""
+        return self.expected[self.latest_id]
+
+    def after(self, op: str) -> dict:
+        """Rows once `op`'s own write (if it writes rows) has landed."""
+        model = dict(self.model)
+        if op == "ingest":
+            _apply(model, INGEST_ROWS)
+        elif op == "overwrite":
+            model = {k: v for k, v in model.items() if k[0] != DAY1}
+            _apply(model, OVERWRITE_ROWS)
+        return model
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    """One pre-imported process forking every child of this module (starts in background)."""
+    z = Zygote()
+    yield z
+    z.close()
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory, zygote) -> Template:
+    """Snapshots 1-4 pypaimon appends, 5 a full compaction, 6-7 pypaimon appends."""
+    warehouse = tmp_path_factory.mktemp("template") / "warehouse"
+    warehouse.mkdir()
+    table = create_table(str(warehouse), orders_spec())
+    built = Template(warehouse)
+    model: dict = {}
+
+    def append(commit: int) -> None:
+        batch = orders_batch(commit)
+        write_with_pypaimon(table, batch)
+        _apply(model, batch.to_pylist())
+        built.expected[snapshot_ids(table)[-1]] = dict(model)
+
+    for commit in range(4):
+        append(commit)
+    result = compact_table(table, TableRef.of(str(warehouse), IDENTIFIER), full=True)
+    assert result.snapshot_id == 5
+    built.expected[5] = dict(model)
+    for commit in (4, 5):
+        append(commit)
+    assert sorted(built.expected) == list(range(1, 8))
+    return built
+
+
+def fresh_table(warehouse: Path):
+    """A new table object (no state carried between checks)."""
+    return open_table(str(warehouse), IDENTIFIER)
+
+
+def check_committed(
+    warehouse: Path, template: Template, op: str, *, readable_from: int | None = None
+) -> bool:
+    """(b): the latest snapshot reads as the committed writes; every snapshot reads as it did.
+
+    Returns whether `op`'s own write landed (a new APPEND/OVERWRITE snapshot exists).
+    Snapshots below `readable_from` may be half-expired and are only required to be listed.
+    """
+    table = fresh_table(warehouse)
+    new = [i for i in snapshot_ids(table) if i > template.latest_id]
+    landed = any(load_snapshot(table, i).commit_kind in WRITE_KINDS for i in new)
+    expected = template.after(op) if landed else template.model
+    try:
+        actual = rows_by_key(table, KEY)
+    except AssertionError:
+        raise
+    except Exception as e:
+        raise AssertionError(f"the latest snapshot does not read: {e!r}") from e
+    problem = diff_rows(actual, expected)
+    assert not problem, f"latest snapshot (write landed: {landed}): {problem}"
+
+    def expected_at(snapshot) -> dict:
+        if snapshot.id in template.expected:
+            return template.expected[snapshot.id]
+        return template.after(op) if op in ("ingest", "overwrite") else template.model
+
+    check_snapshots(table, KEY, expected_at, readable_from=readable_from)
+    return landed
+
+
+def plant_strays(warehouse: Path) -> list[str]:
+    """Leftovers of aborted work, old: a real unreferenced data file, junk named like ours."""
+    root = table_root(fresh_table(warehouse))
+    real = sorted((root / f"dt={DAY1}" / "bucket-0").glob("data-*.parquet"))[0]
+    strays = {
+        f"dt={DAY1}/bucket-0/data-{uuid.uuid4()}-0.parquet": real.read_bytes(),
+        f"dt={DAY2}/bucket-1/data-{uuid.uuid4()}-0.parquet": b"not parquet",
+        f"manifest/manifest-{uuid.uuid4()}-0": b"junk manifest",
+        f"manifest/manifest-list-{uuid.uuid4()}-0": b"junk manifest list",
+    }
+    old = time.time() - 3 * 24 * 3600
+    for relative, content in strays.items():
+        path = root / relative
+        path.write_bytes(content)
+        os.utime(path, (old, old))
+    return sorted(strays)
+
+
+@pytest.mark.parametrize(("op", "failpoint"), MATRIX, ids=[f"{o}-{f}" for o, f in MATRIX])
+def test_crash_matrix(op, failpoint, template, zygote, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    strays = plant_strays(warehouse) if op == "remove-orphans" else []
+    args = op_args(op)
+
+    # (a) the child reaches the step and dies there
+    crashed = zygote.run(op, str(warehouse), args, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+
+    # (b) committed data intact; the crashed op's snapshot exists exactly when it got past it
+    table = fresh_table(warehouse)
+    new_ids = [i for i in snapshot_ids(table) if i > template.latest_id]
+    if failpoint == fp.AFTER_SNAPSHOT:
+        assert len(new_ids) == 1, f"snapshot created before the kill: {new_ids}"
+    else:
+        assert new_ids == [], f"no snapshot may land before the snapshot step: {new_ids}"
+    if op != "expire":  # a half-run expiry leaves listed snapshots naming deleted files
+        leftovers = unreferenced_files(table)
+        if failpoint == fp.AFTER_SNAPSHOT:
+            assert leftovers == set(), "a landed snapshot must reference all its op wrote"
+        elif op in ("compact", "ingest", "overwrite"):
+            assert leftovers, "killed after writing data files, yet nothing was left behind"
+        elif op == "remove-orphans":
+            assert leftovers < set(strays) and len(leftovers) == len(strays) - 1, leftovers
+    readable_from = template.latest_id - RETAINED + 1 if op == "expire" else None
+    landed = check_committed(warehouse, template, op, readable_from=readable_from)
+    assert landed == (op in ("ingest", "overwrite") and failpoint == fp.AFTER_SNAPSHOT)
+
+    # (c) the same operation, unarmed, succeeds and finishes the job
+    rerun = zygote.run(op, str(warehouse), args)
+    assert rerun.returncode == 0, rerun.describe()
+    landed = check_committed(warehouse, template, op)
+    assert landed == (op in ("ingest", "overwrite"))
+    if op == "expire":
+        assert snapshot_ids(fresh_table(warehouse)) == list(
+            range(template.latest_id - RETAINED + 1, template.latest_id + 1)
+        )
+    root = table_root(fresh_table(warehouse))
+    assert not [s for s in strays if (root / s).exists()], "orphan removal left strays"
+
+    # (d) after orphan removal (every file old enough) every remaining file is referenced
+    cleaned = zygote.run("remove-orphans", str(warehouse), {})
+    assert cleaned.returncode == 0, cleaned.describe()
+    assert unreferenced_files(fresh_table(warehouse)) == set()
+    check_committed(warehouse, template, op)
+
+
+def test_broken_commit_order_is_caught(template, tmp_path):
+    """Snapshot-N created before its manifests: killed there, the table must fail check (b)."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    crashed = run_child(
+        "compact",
+        str(warehouse),
+        op_args("compact"),
+        failpoint=fp.MANIFESTS_WRITTEN,
+        extra_env={BREAK_COMMIT_ENV: "1"},
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+    assert snapshot_ids(fresh_table(warehouse))[-1] == template.latest_id + 1
+    with pytest.raises(AssertionError, match="does not read"):
+        check_committed(warehouse, template, "compact")
