@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pytest
 
+from dagster_paimon.commit.state import live_entries
 from dagster_paimon.table import TableSpec, create_table
 from tests.s3server import S3Server, moto_server
 
@@ -87,3 +90,25 @@ def s3_server() -> S3Server:
 def s3_warehouse(s3_server) -> tuple[str, dict[str, str]]:
     """A warehouse in a fresh bucket: its URI and the catalog options that reach it."""
     return f"s3://{s3_server.create_bucket()}/warehouse", s3_server.catalog_options()
+
+
+def data_files_on_disk(table) -> set[str]:
+    """Names of every data file under the table directory, committed or not."""
+    return {
+        name
+        for _, _, names in os.walk(table.table_path)
+        for name in names
+        if name.startswith("data-")
+    }
+
+
+def committed_files(table) -> set[str]:
+    """Names of the data files live in the latest snapshot."""
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    return {e.file.file_name for e in live_entries(table, snapshot)}
+
+
+def latest_id(table) -> int | None:
+    """The latest snapshot id, None for an empty table."""
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    return snapshot.id if snapshot else None

@@ -21,11 +21,11 @@ from pypaimon.common.json_util import JSON
 from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
-from pypaimon.table.row.generic_row import GenericRowDeserializer
 from pypaimon.tag.tag import Tag
-from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
 from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.io.paths import bucket_file_path
+from dagster_paimon.partition import Partition
 from dagster_paimon.storage.files import TableFiles
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,6 @@ class TableMetadata:
         self.root = table.table_path.rstrip("/")
         self.manifest_dir = f"{self.root}/manifest"
         self.main = Branch(MAIN_BRANCH, self.root)
-        self._partitions: dict[bytes, tuple] = {}
         self._bucket_dirs: dict[tuple[bytes, int], str] = {}
 
     def branches(self) -> list[Branch]:
@@ -307,15 +306,6 @@ class TableMetadata:
             names.add(snapshot.statistics)
         return names, manifests
 
-    def partition_values(self, partition: bytes) -> tuple:
-        """Typed partition values of a serialized partition row (cached: few distinct)."""
-        values = self._partitions.get(partition)
-        if values is None:
-            row = GenericRowDeserializer.from_bytes(partition, self.table.partition_keys_fields)
-            values = tuple(row.values)
-            self._partitions[partition] = values
-        return values
-
     def data_paths(self, ref: FileRef) -> list[str]:
         """The data file's path and its aligned extra files (same directory)."""
         if ref.external_path:
@@ -323,8 +313,8 @@ class TableMetadata:
             return [ref.external_path] + [f"{parent}/{e}" for e in ref.extra_files]
         parent = self._bucket_dirs.get((ref.partition, ref.bucket))
         if parent is None:
-            values = self.partition_values(ref.partition)
-            path = canonical_data_file_path(self.table, values, ref.bucket, ref.file_name)
+            partition = Partition.of_bytes(ref.partition, self.table.partition_keys_fields)
+            path = bucket_file_path(self.table, partition, ref.bucket, ref.file_name)
             parent = path.rsplit("/", 1)[0]
             self._bucket_dirs[(ref.partition, ref.bucket)] = parent
         return [f"{parent}/{name}" for name in (ref.file_name, *ref.extra_files)]

@@ -7,9 +7,15 @@ import pytest
 from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
 from dagster_paimon.spark.ingest import ingest_dataframe
 from dagster_paimon.table import create_table
-from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
+from tests.conftest import (
+    committed_files,
+    data_files_on_disk,
+    latest_id,
+    orders_batch,
+    orders_spec,
+    write_with_pypaimon,
+)
 from tests.lsm.kvmodel import read_rows
-from tests.spark.conftest import committed_files, data_files_on_disk, latest_id
 
 pytestmark = pytest.mark.spark
 

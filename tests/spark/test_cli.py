@@ -10,9 +10,8 @@ import pytest
 
 from dagster_paimon.cli import EXIT_OK, EXIT_USAGE, main
 from dagster_paimon.table import create_table
-from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon
+from tests.conftest import ORDERS_SCHEMA, latest_id, orders_batch, orders_spec, write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
-from tests.spark.conftest import latest_id
 
 pytestmark = pytest.mark.spark
 

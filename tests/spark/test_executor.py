@@ -17,9 +17,9 @@ from dagster_paimon.spark.executor import SparkExecutor
 from dagster_paimon.spark.ingest import ingest_dataframe
 from dagster_paimon.spark.session import activate
 from dagster_paimon.table import TableRef, open_table
+from tests.conftest import committed_files, data_files_on_disk, latest_id
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_batch, cdc_table, write_history
-from tests.spark.conftest import committed_files, data_files_on_disk, latest_id
 
 pytestmark = pytest.mark.spark
 

@@ -16,10 +16,16 @@ from dagster_paimon.commit.state import live_entries
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.spark.ingest import ingest_dataframe, ingest_files
 from dagster_paimon.table import TableSpec, create_table
-from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon
+from tests.conftest import (
+    ORDERS_SCHEMA,
+    committed_files,
+    data_files_on_disk,
+    orders_batch,
+    orders_spec,
+    write_with_pypaimon,
+)
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_batch, cdc_table
-from tests.spark.conftest import committed_files, data_files_on_disk
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""The executor-side writer and write-schema rules without Spark; pypaimon reads the tables."""
+"""The level-0 writer and write-schema rules (no Spark); pypaimon reads the tables."""
 
 from __future__ import annotations
 
@@ -7,14 +7,12 @@ from itertools import pairwise
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.datasource import CaseInsensitiveDict
 
 from dagster_paimon.errors import SchemaMismatchError
 from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.ingest.layout import compatible, plan_write_layout
 from dagster_paimon.ingest.level0 import Level0Writer, max_sequences
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.spark.source import table_ref
 from dagster_paimon.table import TableSpec, create_table
 from tests.conftest import ORDERS_SCHEMA, orders_spec
 from tests.lsm.kvmodel import read_rows, sorted_rows
@@ -106,17 +104,6 @@ def test_every_schema_problem_is_reported_at_once(warehouse):
 )
 def test_type_compatibility(source, target, ok):
     assert compatible(source, target) is ok
-
-
-def test_catalog_options_get_pypaimons_spelling_back():
-    options = CaseInsensitiveDict(
-        {"warehouse": "s3://b/w", "path": "db.t", "catalog.fs.s3.accessKeyId": "AK"}
-    )
-    ref = table_ref(options)
-    assert (ref.warehouse, ref.identifier) == ("s3://b/w", "db.t")
-    assert ref.catalog_options == (("fs.s3.accessKeyId", "AK"),)
-    with pytest.raises(ValueError, match="warehouse"):
-        table_ref(CaseInsensitiveDict({"path": "db.t"}))
 
 
 def test_a_batch_of_only_ignored_rows_writes_nothing(warehouse):

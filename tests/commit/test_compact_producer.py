@@ -13,21 +13,13 @@ from dagster_paimon.lsm.compaction.compact import plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef
+from tests.conftest import data_files_on_disk
 from tests.lsm.kvmodel import read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_table, compact, write_history
 
 
 def expected(model: dict) -> list[dict]:
     return sorted_rows(model.values(), KEY)
-
-
-def data_files_on_disk(table) -> set[str]:
-    return {
-        name
-        for _, _, names in os.walk(table.table_path)
-        for name in names
-        if name.startswith("data-")
-    }
 
 
 def test_full_compaction_reads_the_same_rows_and_leaves_one_run_per_bucket(warehouse):
