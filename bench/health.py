@@ -68,7 +68,7 @@ def main() -> None:
         timings = []
         for _ in range(3):
             start = time.perf_counter()
-            summary = read_levels(table).health().summary()
+            summary = read_levels(table).health().aggregate()
             timings.append(time.perf_counter() - start)
         print(
             f"files={summary['files']} buckets={summary['buckets']} "

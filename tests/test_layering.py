@@ -83,3 +83,10 @@ def test_imports_point_down_the_layers(module):
 
 def test_the_lsm_root_holds_only_subpackages():
     assert sorted(p.name for p in (ROOT / "lsm").iterdir() if p.suffix == ".py") == ["__init__.py"]
+
+
+def test_every_top_level_export_resolves():
+    import dagster_paimon
+
+    for name in dagster_paimon.__all__:
+        assert getattr(dagster_paimon, name) is not None, name

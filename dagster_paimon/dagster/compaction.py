@@ -66,13 +66,7 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
             partition=partition,
             executor=executor,
         )
-        if report.snapshot_id is None:
-            context.log.info(f"{spec.identifier} {partition or ''}: nothing to compact")
-        else:
-            context.log.info(
-                f"{spec.identifier} {partition or ''}: COMPACT snapshot {report.snapshot_id}, "
-                f"{report.bytes_read} bytes read, {report.bytes_written} written"
-            )
+        context.log.info(report.summary())
         health = read_levels(table, partition=partition).health()
         return MaterializeResult(
             metadata={**metric_metadata(report.metrics()), **health_metadata(health)}

@@ -88,10 +88,7 @@ def build_ingest_asset(
             mode=mode,
             catalog_options=warehouse.paimon_options(),
         )
-        context.log.info(
-            f"{spec.identifier}: {report.rows} rows into {report.files} level-0 files, "
-            f"snapshot {report.snapshot_id}"
-        )
+        context.log.info(report.summary())
         partition = (
             spec.paimon_partition(context.partition_key)
             if context.has_partition_key and not context.has_partition_key_range
