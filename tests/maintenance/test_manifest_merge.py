@@ -1,4 +1,4 @@
-"""ManifestFileMerger semantics (PAIMON_SEMANTICS.md section 8) on small hand-made inputs."""
+"""Java's ManifestFileMerger semantics on small hand-made inputs."""
 
 from __future__ import annotations
 

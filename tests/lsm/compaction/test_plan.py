@@ -1,4 +1,4 @@
-"""plan_compaction against MergeTreeCompactTask and FileRewriteCompactTask (PAIMON_SEMANTICS §4)."""
+"""plan_task against Java's MergeTreeCompactTask and FileRewriteCompactTask."""
 
 from __future__ import annotations
 
