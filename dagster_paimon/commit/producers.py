@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
@@ -29,6 +29,7 @@ class AppendProducer(SnapshotProducer):
     """
 
     kind = APPEND
+    live_stats: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -48,7 +49,7 @@ class AppendProducer(SnapshotProducer):
 
     def check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
         """Our files are not committed yet, and no other writer interleaved with our buckets."""
-        live = self.live(latest, with_stats=self.kind == OVERWRITE)
+        live = self.live(latest, with_stats=self.live_stats)
         existing = {entry_identifier(e) for e in live}
         for e in self.added_entries(latest):
             if entry_identifier(e) in existing:
@@ -73,6 +74,7 @@ class OverwriteProducer(AppendProducer):
     """New files replacing every file of some partitions (Java's OVERWRITE commit)."""
 
     kind = OVERWRITE
+    live_stats = True  # its DELETE entries re-write the files' metadata in full
 
     def __init__(
         self,
@@ -89,7 +91,7 @@ class OverwriteProducer(AppendProducer):
         """Every file live in the overwritten partitions, as of the attempt's latest snapshot."""
         return [
             ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-            for e in self.live(latest, with_stats=True)
+            for e in self.live(latest, with_stats=self.live_stats)
             if Partition(tuple(e.partition.values)) in self.partitions
         ]
 
