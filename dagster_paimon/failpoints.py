@@ -15,6 +15,7 @@ from collections import Counter
 ENV = "DAGSTER_PAIMON_FAILPOINT"
 
 DATA_FILE_WRITTEN = "data-file-written"
+INDEX_FILE_WRITTEN = "index-file-written"
 MANIFESTS_WRITTEN = "manifests-written"
 MANIFEST_LIST_WRITTEN = "manifest-list-written"
 BEFORE_SNAPSHOT = "before-snapshot"
@@ -26,6 +27,7 @@ RECORDS_EXPIRED = "records-expired"
 
 ALL = (
     DATA_FILE_WRITTEN,
+    INDEX_FILE_WRITTEN,
     MANIFESTS_WRITTEN,
     MANIFEST_LIST_WRITTEN,
     BEFORE_SNAPSHOT,

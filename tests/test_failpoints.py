@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from dagster_paimon import failpoints as fp
+from dagster_paimon.io.index import deletion_indexes
 from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.table import TableRef, create_table, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
@@ -294,3 +295,58 @@ def test_broken_commit_order_is_caught(template, tmp_path):
     assert snapshot_ids(fresh_table(warehouse))[-1] == template.latest_id + 1
     with pytest.raises(AssertionError, match="does not read"):
         check_committed(warehouse, template, "compact")
+
+
+DV_STEPS = (fp.DATA_FILE_WRITTEN, fp.INDEX_FILE_WRITTEN, *COMMIT_STEPS, fp.AFTER_SNAPSHOT)
+
+
+@dataclass
+class DvTemplate:
+    """A deletion-vector table: a fully compacted base, then level-0 writes readers skip."""
+
+    warehouse: Path
+    visible: dict
+    written: dict
+
+
+@pytest.fixture(scope="module")
+def dv_template(tmp_path_factory) -> DvTemplate:
+    """A big base fully compacted, then two small appends overwriting some of its keys."""
+    warehouse = tmp_path_factory.mktemp("dv") / "warehouse"
+    warehouse.mkdir()
+    table = create_table(str(warehouse), orders_spec(**{"deletion-vectors.enabled": "true"}))
+    model: dict = {}
+    base = orders_batch(0, rows=2000)
+    write_with_pypaimon(table, base)
+    _apply(model, base.to_pylist())
+    compact_table(table, TableRef.of(str(warehouse), IDENTIFIER), full=True)
+    visible = dict(model)
+    for commit in (4, 5):
+        write_with_pypaimon(table, orders_batch(commit))
+        _apply(model, orders_batch(commit).to_pylist())
+    assert rows_by_key(fresh_table(warehouse), KEY) == visible  # level 0 is not read
+    return DvTemplate(warehouse, visible, model)
+
+
+@pytest.mark.parametrize("failpoint", DV_STEPS)
+def test_deletion_vector_compaction_crash(failpoint, dv_template, zygote, tmp_path):
+    """A minor compaction marking vectors, killed at each step, leaves no half-written vectors."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(dv_template.warehouse, warehouse)
+    crashed = zygote.run("compact", str(warehouse), {"full": False}, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+
+    landed = failpoint == fp.AFTER_SNAPSHOT
+    table = fresh_table(warehouse)
+    assert rows_by_key(table, KEY) == (dv_template.written if landed else dv_template.visible)
+    indexes = deletion_indexes(table, table.snapshot_manager().get_latest_snapshot())
+    assert bool(indexes) == landed, "vectors are visible exactly when the compaction landed"
+
+    rerun = zygote.run("compact", str(warehouse), {"full": False})
+    assert rerun.returncode == 0, rerun.describe()
+    table = fresh_table(warehouse)
+    assert rows_by_key(table, KEY) == dv_template.written
+    assert deletion_indexes(table, table.snapshot_manager().get_latest_snapshot())
+    cleaned = zygote.run("remove-orphans", str(warehouse), {})
+    assert cleaned.returncode == 0, cleaned.describe()
+    assert unreferenced_files(fresh_table(warehouse)) == set()

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.state import ADD, DELETE
+from dagster_paimon.io.index import delete_index_file
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.partition import Partition
 
@@ -19,6 +21,8 @@ class BucketChange:
     """Files a bucket loses and gains; `new_files` are those this operation wrote itself.
 
     An upgrade is deleted at its old level and added at its new one, but is not a new file.
+    `changelog` holds the changelog files written; `index` the bucket's new deletion-vector
+    index file, replacing `base_index` (the one the change was computed from, if any).
     """
 
     partition: Partition
@@ -27,6 +31,9 @@ class BucketChange:
     deleted: tuple[DataFileMeta, ...] = ()
     added: tuple[DataFileMeta, ...] = ()
     new_files: tuple[DataFileMeta, ...] = ()
+    changelog: tuple[DataFileMeta, ...] = ()
+    index: IndexFileMeta | None = None
+    base_index: str | None = None
 
     def entries(self) -> list[ManifestEntry]:
         """DELETE for every file replaced, then ADD for every file produced."""
@@ -36,9 +43,16 @@ class BucketChange:
             *(ManifestEntry(ADD, row, self.bucket, self.total_buckets, f) for f in self.added),
         ]
 
+    def changelog_entries(self) -> list[ManifestEntry]:
+        """ADD entries of the changelog files."""
+        row = self.partition.row()
+        return [ManifestEntry(ADD, row, self.bucket, self.total_buckets, f) for f in self.changelog]
+
     def discard(self, table: FileStoreTable) -> None:
         """Remove the files this operation wrote: they will never be committed."""
-        delete_data_files(table, self.partition, self.bucket, self.new_files)
+        delete_data_files(table, self.partition, self.bucket, (*self.new_files, *self.changelog))
+        if self.index is not None:
+            delete_index_file(table, self.partition, self.bucket, self.index)
 
 
 def discard_all(table: FileStoreTable, changes: Iterable[BucketChange]) -> None:

@@ -130,6 +130,10 @@ class SnapshotProducer:
         """The new snapshot's index manifest: the latest one, unchanged."""
         return latest.index_manifest if latest else None
 
+    def changelog_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
+        """ADD entries of the changelog files this snapshot publishes."""
+        return []
+
     def discard(self) -> None:
         """Remove the files this operation wrote; it will not be committed."""
 
@@ -154,6 +158,22 @@ class SnapshotProducer:
         base_size = lists.write(base_name, base_metas)
         delta_size = lists.write(delta_name, delta_metas)
         failpoint(MANIFEST_LIST_WRITTEN)
+        index_manifest = self.index_manifest(latest)
+        if index_manifest != (latest.index_manifest if latest else None):
+            attempt.names.append(index_manifest)
+        changelog = self.changelog_entries(latest)
+        changelog_list, changelog_size, changelog_records = None, None, None
+        if changelog:
+            changelog_metas = ManifestFileManager(self.table).rolling_write(
+                changelog,
+                self.table.options.manifest_target_size(),
+                f"manifest-{uuid.uuid4()}",
+            )
+            attempt.names += [m.file_name for m in changelog_metas]
+            changelog_list = f"manifest-list-{unique}-2"
+            attempt.names.append(changelog_list)
+            changelog_size = lists.write(changelog_list, changelog_metas)
+            changelog_records = sum(e.file.row_count for e in changelog)
         delta_records = sum(
             e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries
         )
@@ -166,6 +186,9 @@ class SnapshotProducer:
             base_manifest_list_size=base_size,
             delta_manifest_list=delta_name,
             delta_manifest_list_size=delta_size,
+            changelog_manifest_list=changelog_list,
+            changelog_manifest_list_size=changelog_size,
+            changelog_record_count=changelog_records,
             total_record_count=previous_total + delta_records,
             delta_record_count=delta_records,
             commit_user=self.commit_user,
@@ -173,7 +196,7 @@ class SnapshotProducer:
             commit_kind=self.kind,
             time_millis=int(time.time() * 1000),
             watermark=latest.watermark if latest else None,
-            index_manifest=self.index_manifest(latest),
+            index_manifest=index_manifest,
             next_row_id=latest.next_row_id if latest else None,
             writer_version=build_full_version(),
         )

@@ -15,6 +15,7 @@ from dagster_paimon.commit.conflicts import apply_entries, check_key_ranges
 from dagster_paimon.commit.producer import SnapshotProducer
 from dagster_paimon.commit.state import APPEND, COMPACT, DELETE, OVERWRITE, entry_identifier
 from dagster_paimon.errors import CommitConflictError
+from dagster_paimon.io.index import deletion_indexes, write_index_manifest
 from dagster_paimon.partition import Partition
 
 BucketKey = tuple[Partition, int]
@@ -114,10 +115,32 @@ class CompactProducer(SnapshotProducer):
         return [e for c in self.changes for e in c.entries() if e.kind != DELETE]
 
     def check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
-        """Every replaced file must still be live; levels >= 1 must stay sorted runs."""
+        """Every replaced file must still be live; levels >= 1 must stay sorted runs; a bucket
+        whose deletion vectors we replace must still have the vectors we started from."""
         if latest is None:
             raise CommitConflictError(f"{self.table_name} has no snapshot")
         check_key_ranges(apply_entries(latest, self.live(latest), entries))
+        current = {key: index.file_name for key, index in self._indexes(latest).items()}
+        for c in self.changes:
+            if c.index is not None and current.get((c.partition, c.bucket)) != c.base_index:
+                raise CommitConflictError(
+                    f"the deletion vectors of bucket {c.bucket} of partition "
+                    f"{c.partition.label()} changed since this compaction started; nothing "
+                    "was committed, run the compaction again"
+                )
+
+    def _indexes(self, latest: Snapshot) -> dict:
+        """The deletion-vector index file of each bucket in `latest`."""
+        return deletion_indexes(self.table, latest)
+
+    def index_manifest(self, latest: Snapshot | None) -> str | None:
+        """The latest index manifest with the new deletion-vector index of each bucket."""
+        replacements = {(c.partition, c.bucket): c.index for c in self.changes if c.index}
+        return write_index_manifest(self.table, latest, replacements)
+
+    def changelog_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
+        """The changelog files the compaction produced."""
+        return [e for c in self.changes for e in c.changelog_entries()]
 
     def discard(self) -> None:
         """Remove the files the compaction wrote."""

@@ -98,9 +98,7 @@ def _maintenance_job(
         table = warehouse.open_table(spec.identifier)
         result = run(warehouse, table, config)
         context.log.info(result.summary())
-        context.add_output_metadata(
-            metric_metadata(result.metrics())
-        )
+        context.add_output_metadata(metric_metadata(result.metrics()))
 
     @job(name=f"{spec.database}_{spec.name}_{name}", description=description)
     def maintenance_job() -> None:

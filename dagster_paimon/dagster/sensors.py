@@ -56,9 +56,17 @@ class SensorCursor:
         return json.dumps(asdict(self), sort_keys=True)
 
 
-def needs_compaction(bucket: BucketHealth, trigger: int, max_amp: int) -> bool:
-    """More sorted runs than the trigger, or more size amplification than allowed."""
-    return bucket.sorted_runs > trigger or bucket.size_amplification_percent > max_amp
+def needs_compaction(
+    bucket: BucketHealth, trigger: int, max_amp: int, *, lift_level0: bool = False
+) -> bool:
+    """More sorted runs than the trigger, or more size amplification than allowed; for lookup
+    tables (`lift_level0`) any level-0 file, as Paimon compacts it up at every trigger
+    (ForceUpLevel0Compaction) and readers of deletion-vector tables do not see level 0."""
+    return (
+        bucket.sorted_runs > trigger
+        or bucket.size_amplification_percent > max_amp
+        or (lift_level0 and bucket.level0_files > 0)
+    )
 
 
 def unhealthy_partitions(
@@ -74,7 +82,7 @@ def unhealthy_partitions(
     return {
         tuple(sorted(b.partition.spec.items()))
         for b in levels.buckets
-        if needs_compaction(b.health(), trigger, max_amp)
+        if needs_compaction(b.health(), trigger, max_amp, lift_level0=options.needs_lookup)
     }
 
 

@@ -257,7 +257,7 @@ class Level0Writer:
                 self.engine,
                 drop_delete=False,
                 key_columns=self.keys,
-            )
+            ),
         )
         self._files.setdefault(key, []).extend(files)
 

@@ -40,7 +40,12 @@ class IngestResult:
         name = str(table.identifier.get_full_name())
         if snapshot is None:
             return cls(
-                table=name, snapshot_id=None, commit_kind=None, rows=0, files=0, buckets=0,
+                table=name,
+                snapshot_id=None,
+                commit_kind=None,
+                rows=0,
+                files=0,
+                buckets=0,
                 seconds=seconds,
             )
         metas = ManifestListManager(table).read_delta(snapshot)

@@ -1,4 +1,8 @@
-"""Paimon's key-value file layout: _KEY_ columns, sequence number, value kind, then the row."""
+"""Paimon's key-value file layout: _KEY_ columns, sequence number, value kind, then the row.
+
+_LEVEL and _POSITION are columns of our own that readers may add (a record's level, its row in
+its file) for merges that need them; they are never written.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,9 @@ from pypaimon.schema.table_schema import TableSchema
 KEY_PREFIX = "_KEY_"
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
+
+LEVEL = "_LEVEL"
+POSITION = "_POSITION"
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 RETRACT_KINDS = (UPDATE_BEFORE, DELETE)

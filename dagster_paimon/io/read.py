@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
@@ -11,7 +12,14 @@ from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import SchemaMismatchError
-from dagster_paimon.io.kv import kv_schema
+from dagster_paimon.io.kv import (
+    DELETE,
+    LEVEL,
+    POSITION,
+    UPDATE_BEFORE,
+    VALUE_KIND,
+    kv_schema,
+)
 from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.partition import Partition
 
@@ -55,20 +63,154 @@ def _check_evolution(table: FileStoreTable, schema_id: int) -> None:
         )
 
 
+def _deleted_mask(deleted: np.ndarray, start: int, rows: int) -> np.ndarray:
+    """Which of the rows [start, start + rows) a sorted array of deleted positions names."""
+    mask = np.zeros(rows, dtype=bool)
+    low, high = np.searchsorted(deleted, [start, start + rows])
+    mask[deleted[low:high] - start] = True
+    return mask
+
+
+def read_file(
+    table: FileStoreTable,
+    partition: Partition,
+    bucket: int,
+    meta: DataFileMeta,
+    batch_rows: int,
+    *,
+    columns: Sequence[str] | None = None,
+    deleted: np.ndarray | None = None,
+    position: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """One data file in bounded batches, in the current KV schema (or `columns` of it).
+
+    Rows at the sorted positions `deleted` (a deletion vector) are skipped; `position` adds
+    each row's position in the file as _POSITION.
+    """
+    if meta.schema_id != table.table_schema.id:
+        _check_evolution(table, meta.schema_id)
+    target = kv_schema(table.table_schema)
+    if columns is not None:
+        target = pa.schema([target.field(c) for c in columns])
+    path = data_file_path(table, partition, bucket, meta)
+    start = 0
+    with table.file_io.new_input_stream(path) as stream:
+        reader = pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
+        present = [c for c in target.names if c in reader.schema_arrow.names]
+        for batch in reader.iter_batches(batch_size=batch_rows, columns=present):
+            rows = batch.num_rows
+            batch = _aligned(batch, target)
+            if position:
+                positions = pa.array(np.arange(start, start + rows, dtype=np.int64))
+                batch = batch.append_column(POSITION, positions)
+            if deleted is not None and len(deleted):
+                mask = _deleted_mask(deleted, start, rows)
+                if mask.any():
+                    batch = batch.filter(pa.array(~mask))
+            start += rows
+            yield batch
+
+
 def read_run(
     table: FileStoreTable,
     partition: Partition,
     bucket: int,
     files: Iterable[DataFileMeta],
     batch_rows: int,
+    *,
+    deleted: Mapping[str, np.ndarray] | None = None,
+    with_level: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Stream a sorted run file after file in bounded batches, in the current KV schema."""
-    target = kv_schema(table.table_schema)
+    """Stream a sorted run file after file in bounded batches, in the current KV schema.
+
+    `deleted` maps file names to their deletion vectors' positions, whose rows are skipped;
+    `with_level` adds each file's level as _LEVEL.
+    """
     for meta in files:
-        if meta.schema_id != table.table_schema.id:
-            _check_evolution(table, meta.schema_id)
-        path = data_file_path(table, partition, bucket, meta)
-        with table.file_io.new_input_stream(path) as stream:
+        vector = (deleted or {}).get(meta.file_name)
+        for batch in read_file(table, partition, bucket, meta, batch_rows, deleted=vector):
+            if with_level:
+                levels = pa.array(np.full(batch.num_rows, meta.level, dtype=np.int32))
+                batch = batch.append_column(LEVEL, levels)
+            yield batch
+
+
+class FileRows:
+    """One data file opened for lookups: its live keys with positions, and records by position.
+
+    Keys are read once; records are read row group by row group as positions ask for them,
+    and groups before the lowest position asked for are let go (lookups ascend).
+    """
+
+    def __init__(
+        self,
+        table: FileStoreTable,
+        partition: Partition,
+        bucket: int,
+        meta: DataFileMeta,
+        key_columns: Sequence[str],
+        deleted: np.ndarray | None,
+    ):
+        self.table, self.partition, self.bucket, self.meta = table, partition, bucket, meta
+        self.key_columns = list(key_columns)
+        self.deleted = deleted
+        self._keys: pa.Table | None = None
+        self._groups: dict[int, pa.Table] = {}
+
+    def keys(self) -> pa.Table:
+        """Key columns and _POSITION of every row no deletion vector marks, in key order."""
+        if self._keys is None:
+            batches = list(
+                read_file(
+                    self.table,
+                    self.partition,
+                    self.bucket,
+                    self.meta,
+                    READ_BUFFER_ROWS,
+                    columns=self.key_columns,
+                    deleted=self.deleted,
+                    position=True,
+                )
+            )
+            if batches:
+                self._keys = pa.Table.from_batches(batches).combine_chunks()
+            else:
+                kv = kv_schema(self.table.table_schema)
+                fields = [kv.field(c) for c in self.key_columns]
+                self._keys = pa.schema([*fields, pa.field(POSITION, pa.int64())]).empty_table()
+        return self._keys
+
+    def rows(self, positions: np.ndarray) -> pa.Table:
+        """The KV records at ascending positions of the file, in the current KV schema."""
+        target = kv_schema(self.table.table_schema)
+        path = data_file_path(self.table, self.partition, self.bucket, self.meta)
+        with self.table.file_io.new_input_stream(path) as stream:
             reader = pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
-            for batch in reader.iter_batches(batch_size=batch_rows):
-                yield _aligned(batch, target)
+            counts = [reader.metadata.row_group(i).num_rows for i in range(reader.num_row_groups)]
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+            groups = np.searchsorted(starts, positions, side="right") - 1
+            needed = np.unique(groups)
+            for stale in [g for g in self._groups if g < needed[0]]:
+                del self._groups[stale]
+            present = [c for c in target.names if c in reader.schema_arrow.names]
+            for group in needed:
+                if int(group) not in self._groups:
+                    read = reader.read_row_groups([int(group)], columns=present)
+                    batches = [_aligned(b, target) for b in read.to_batches()]
+                    self._groups[int(group)] = pa.Table.from_batches(batches, schema=target)
+        offsets = np.zeros(len(needed), dtype=np.int64)
+        offsets[1:] = np.cumsum([self._groups[int(g)].num_rows for g in needed])[:-1]
+        local = positions - starts[groups] + offsets[np.searchsorted(needed, groups)]
+        loaded = pa.concat_tables([self._groups[int(g)] for g in needed])
+        return loaded.take(pa.array(local))
+
+
+def count_retracts(
+    table: FileStoreTable, partition: Partition, bucket: int, meta: DataFileMeta
+) -> int:
+    """-U and -D rows a file really holds, read from its _VALUE_KIND column alone."""
+    count = 0
+    for batch in read_file(table, partition, bucket, meta, READ_BUFFER_ROWS, columns=[VALUE_KIND]):
+        kinds = np.asarray(batch.column(0))
+        count += int(np.count_nonzero((kinds == UPDATE_BEFORE) | (kinds == DELETE)))
+    return count

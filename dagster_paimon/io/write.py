@@ -23,7 +23,7 @@ from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
 from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
 from dagster_paimon.io.paths import bucket_file_path
-from dagster_paimon.options import FILE_FORMAT, file_format
+from dagster_paimon.options import CHANGELOG_FILE_PREFIX, FILE_FORMAT, file_format
 from dagster_paimon.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ class RollingWriter:
     """Writes key-sorted KV batches into parquet files of about target-file-size at one level.
 
     Compaction writes at its output level with file source COMPACT; ingest writes level 0 with
-    file source APPEND.
+    file source APPEND; a changelog (`changelog`) is named changelog-* with file source APPEND.
     """
 
     def __init__(
@@ -142,6 +142,8 @@ class RollingWriter:
         bucket: int,
         level: int,
         file_source: int = COMPACT_FILE_SOURCE,
+        *,
+        changelog: bool = False,
     ):
         schema = table.table_schema
         check_writable_format(schema.options)
@@ -158,7 +160,12 @@ class RollingWriter:
         self.compression = table.options.file_compression("zstd")
         self.zstd_level = table.options.file_compression_zstd_level(1)
         self.parquet_options = create_parquet_writer_options(table.options)
-        self.prefix = f"{table.options.data_file_prefix('data-')}{uuid.uuid4()}-"
+        prefix = (
+            schema.options.get(CHANGELOG_FILE_PREFIX, "changelog-")
+            if changelog
+            else table.options.data_file_prefix("data-")
+        )
+        self.prefix = f"{prefix}{uuid.uuid4()}-"
         self.written: list[DataFileMeta] = []
         self._current: _OpenFile | None = None
         self._pending_paths: list[str] = []

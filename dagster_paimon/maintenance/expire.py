@@ -213,9 +213,7 @@ def _skipping_set(
         return None
 
 
-def _window(
-    r: Retention, earliest: int, latest: int, consumer: int | None
-) -> tuple[int, int]:
+def _window(r: Retention, earliest: int, latest: int, consumer: int | None) -> tuple[int, int]:
     """(lo, hi): retain-max may expire below lo; nothing at or above hi may expire."""
     lo = max(latest - r.retain_max + 1, earliest)
     hi = latest - r.retain_min + 1

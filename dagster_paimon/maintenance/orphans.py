@@ -212,9 +212,7 @@ def remove_orphans(
 ) -> OrphanResult:
     """Find and (unless dry_run) delete orphan files older than the threshold."""
     return run_planned(
-        lambda: plan_orphan_removal(
-            table, older_than_ms=older_than_ms, now_ms=now_ms, files=files
-        ),
+        lambda: plan_orphan_removal(table, older_than_ms=older_than_ms, now_ms=now_ms, files=files),
         lambda plan: execute_orphan_removal(table, plan, files=files),
         dry_run=dry_run,
     )

@@ -45,7 +45,7 @@ from dagster_paimon.io.kv import value_schema
 from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.partition import Partition, parse_partition_spec
-from dagster_paimon.spark.read import BucketSplit, check_readable, plan_splits, read_split
+from dagster_paimon.spark.read import BucketSplit, plan_splits, read_split
 from dagster_paimon.table import TableRef
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,6 @@ class PaimonDataSource(DataSource):
         """A reader of the latest snapshot; unknown requested columns are an error."""
         ref = table_ref(self.options)
         table = ref.open()
-        check_readable(table)
         unknown = [n for n in schema.fieldNames() if n not in table.field_names]
         if unknown:
             raise SchemaMismatchError(f"columns {unknown} are not in {ref.identifier}")

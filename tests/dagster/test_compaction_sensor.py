@@ -169,3 +169,33 @@ def test_sensor_skips_until_the_warehouse_and_table_exist(tmp_path):
     instance = DagsterInstance.ephemeral()
     result = sensor_tick(build_compaction_sensor(SPEC, JOB), missing, instance)
     assert "not there yet" in str(result)
+
+
+def test_deletion_vector_tables_are_compacted_as_soon_as_level0_has_a_file(warehouse_resource):
+    """Readers skip level 0 of a deletion-vector table: one new file already needs compacting."""
+    spec = PaimonTableSpec(
+        "shop",
+        "dv_events",
+        SCHEMA,
+        ("dt", "id"),
+        1,
+        ("dt",),
+        {"deletion-vectors.enabled": "true"},
+        partitions_def=DAYS,
+    )
+    table = warehouse_resource.create_table(spec)
+    write_day(table, "2024-01-02", 1)
+    assert read_rows(table) == []
+    job = define_asset_job("compact_dv_events", selection=[spec.compaction_asset_key])
+    instance = DagsterInstance.ephemeral()
+    result = sensor_tick(build_compaction_sensor(spec, job), warehouse_resource, instance)
+    assert [r.partition_key for r in result.run_requests] == ["2024-01-02"]
+
+    outcome = materialize(
+        [build_compaction_asset(spec)],
+        partition_key="2024-01-02",
+        resources=resources_for(warehouse_resource),
+        instance=instance,
+    )
+    assert outcome.success
+    assert len(read_rows(table)) == 20

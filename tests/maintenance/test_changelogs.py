@@ -113,3 +113,30 @@ def test_no_changelogs_is_a_no_op(warehouse):
     table = history(warehouse, 3)
     result = expire_changelogs(table, overrides=KEEP_ONE, now_ms=later_ms())
     assert result.expired_ids == () and result.deleted_files == 0
+
+
+LOOKUP = {"changelog-producer": "lookup"}
+
+
+def test_lookup_changelog_of_compactions_goes_with_their_snapshots(warehouse):
+    table = history(warehouse, 5, compact_after=(2, 4), **LOOKUP)
+    produced = changelog_files(table)
+    compactions = [i for i, files in produced.items() if files]
+    assert len(compactions) == 2  # each compaction of level 0 wrote a changelog
+    result = expire_snapshots(table, overrides=KEEP_TWO, now_ms=later_ms())
+    expired = set(result.expired_ids)
+    for i in compactions:
+        assert all(exists(p) for p in produced[i]) == (i not in expired)
+    assert changelog_ids(table) == []
+
+
+def test_decoupled_lookup_changelog_outlives_its_snapshots(warehouse):
+    table = history(warehouse, 6, compact_after=(2, 4), **LOOKUP, **DECOUPLED)
+    produced = changelog_files(table)
+    compactions = [i for i, files in produced.items() if files]
+    expire_snapshots(table, overrides=KEEP_TWO, now_ms=later_ms())
+    assert all(exists(p) for i in compactions for p in produced[i])
+    result = expire_changelogs(table, overrides=KEEP_ONE, now_ms=later_ms())
+    for i in compactions:
+        assert all(exists(p) for p in produced[i]) == (i not in result.expired_ids)
+    assert set(compactions) & set(result.expired_ids)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import create_table
-from tests.conftest import orders_spec
+from tests.conftest import orders_spec, write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
-from tests.lsm.tables import KEY, cdc_table, compact, write_history
+from tests.lsm.tables import DAYS, KEY, SCHEMA, cdc_table, compact, write_history
 
 pytestmark = pytest.mark.spark
 
@@ -73,3 +74,27 @@ def test_an_empty_table_reads_no_rows(spark, warehouse):
     create_table(warehouse, orders_spec())
     df = spark.read.format("paimon").option("warehouse", warehouse).load("db.orders")
     assert df.count() == 0
+
+
+def test_deletion_vector_tables_read_through_their_vectors(spark, warehouse):
+    """Level 0 skipped, vectors applied: Spark reads what pypaimon reads, before and after."""
+    table = cdc_table(warehouse, **{"deletion-vectors.enabled": "true"})
+    base = [
+        {"dt": dt, "id": key, "name": "base", "amount": 0.0, "op": "+I"}
+        for dt in DAYS
+        for key in range(1000)
+    ]
+    write_with_pypaimon(table, pa.Table.from_pylist(base, schema=SCHEMA))
+    model = {(r["dt"], r["id"]): r for r in base}
+    compact(table, warehouse, full=True)
+    write_history(table, 2, seed=13, model=model)
+    df = spark.read.format("paimon").option("warehouse", warehouse).load("db.cdc")
+    invisible_level0 = sorted_rows(read_rows(table), KEY)
+    assert sorted_rows(spark_rows(df), KEY) == invisible_level0
+
+    compact(table, warehouse)
+    health = read_levels(table).health().aggregate()
+    assert health["deleted_rows"] > 0 and health["level0_files"] == 0
+    df = spark.read.format("paimon").option("warehouse", warehouse).load("db.cdc")
+    assert sorted_rows(spark_rows(df), KEY) == sorted_rows(model.values(), KEY)
+    assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)

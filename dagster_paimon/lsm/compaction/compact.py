@@ -22,7 +22,12 @@ from dagster_paimon.lsm.compaction.strategy import (
 from dagster_paimon.lsm.compaction.task import CompactResult
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_levels
 from dagster_paimon.lsm.model.options import CompactionOptions
-from dagster_paimon.options import CHANGELOG_PRODUCER, DELETION_VECTORS, RECORD_LEVEL_EXPIRE_TIME
+from dagster_paimon.options import (
+    CHANGELOG_PRODUCER,
+    DELETION_VECTORS,
+    FIRST_ROW,
+    RECORD_LEVEL_EXPIRE_TIME,
+)
 from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.table import TableRef
 
@@ -39,16 +44,22 @@ SECONDS = "compaction_seconds"
 
 
 def check_supported(options: CompactionOptions) -> None:
-    """Refuse tables whose compaction must also write files we do not produce."""
-    if options.deletion_vectors_enabled:
+    """Refuse option combinations Paimon itself rejects, and those we do not compact yet."""
+    if options.deletion_vectors_enabled and options.changelog_producer == "full-compaction":
         raise InvalidOptionError(
-            f"table option '{DELETION_VECTORS}' is true: compaction would have to maintain "
-            "deletion-vector index files, which dagster-paimon does not write yet"
+            f"table options '{DELETION_VECTORS}' and '{CHANGELOG_PRODUCER}'='full-compaction' "
+            "cannot be combined: Paimon supports deletion vectors only with the none, input "
+            "or lookup changelog producer"
         )
-    if options.changelog_producer in ("lookup", "full-compaction"):
+    if options.merge_engine == FIRST_ROW and options.deletion_vectors_enabled:
         raise InvalidOptionError(
-            f"table option '{CHANGELOG_PRODUCER}' is {options.changelog_producer!r}: compaction "
-            "would have to produce changelog files, which dagster-paimon does not write yet"
+            f"table option '{DELETION_VECTORS}' is true on a first-row table: Paimon refuses "
+            "it, the first-row merge engine never deletes old data"
+        )
+    if options.merge_engine == FIRST_ROW and options.changelog_producer == "full-compaction":
+        raise InvalidOptionError(
+            f"table option '{CHANGELOG_PRODUCER}' is 'full-compaction' on a first-row table: "
+            "Paimon supports only 'none' and 'lookup' with the first-row merge engine"
         )
     if options.record_level_expire_time_ms is not None:
         raise InvalidOptionError(
@@ -67,7 +78,12 @@ def plan_bucket(bucket: BucketLevels, options: CompactionOptions, *, full: bool)
     levels = bucket.levels
     strategy = strategy_from_options(options, restore_files=levels.all_files())
     unit = trigger_compaction(
-        levels.level_sorted_runs(), levels.number_of_levels(), strategy, full, options
+        levels.level_sorted_runs(),
+        levels.number_of_levels(),
+        strategy,
+        full,
+        options,
+        dv_files=set(bucket.deleted_rows()) if options.deletion_vectors_enabled else None,
     )
     if unit is None:
         return None
@@ -81,6 +97,8 @@ def plan_bucket(bucket: BucketLevels, options: CompactionOptions, *, full: bool)
         partition=bucket.partition,
         bucket=bucket.bucket,
         total_buckets=bucket.total_buckets,
+        levels=levels,
+        dv_index=bucket.dv_index,
     )
     return None if plan.is_empty else plan
 

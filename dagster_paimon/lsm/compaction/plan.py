@@ -10,9 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.read.interval_partition import IntervalPartition
 
+from dagster_paimon.lsm.compaction.rewriter import LOOKUP, Rewriter, contains_delete_records
+from dagster_paimon.lsm.model.levels import Levels
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import CompactUnit, SortedRun
 from dagster_paimon.partition import Partition
@@ -24,14 +27,20 @@ Section = tuple[SortedRun, ...]
 
 @dataclass(frozen=True)
 class RewriteGroup:
-    """Sections merged into ONE output stream at the task's output level: one rewriter.rewrite."""
+    """Sections merged into ONE output stream at the task's output level: one rewriter.rewrite.
+
+    `changelog` runs the merge through the rewriter's wrapper (lookups, deletion vectors,
+    changelog); `drop_delete` drops retractions from the output.
+    """
 
     sections: tuple[Section, ...]
+    drop_delete: bool = False
+    changelog: bool = False
 
     @classmethod
-    def alone(cls, file: DataFileMeta) -> RewriteGroup:
+    def alone(cls, file: DataFileMeta, *, drop_delete: bool, changelog: bool) -> RewriteGroup:
         """One file rewritten by itself, as Java wraps it: one section of one single-file run."""
-        return cls(((SortedRun(files=[file]),),))
+        return cls(((SortedRun(files=[file]),),), drop_delete, changelog)
 
     @property
     def files(self) -> tuple[DataFileMeta, ...]:
@@ -41,10 +50,15 @@ class RewriteGroup:
 
 @dataclass(frozen=True)
 class Upgrade:
-    """A metadata-only move of one file to another level: Java's DataFileMeta.upgrade."""
+    """A move of one file to another level: Java's DataFileMeta.upgrade.
+
+    With `scan` the file's records still go through the rewriter's wrapper first (Java's
+    CHANGELOG_NO_REWRITE): lookups mark deletion vectors and the changelog is written.
+    """
 
     file: DataFileMeta
     output_level: int
+    scan: bool = False
 
     def __post_init__(self) -> None:
         """An upgrade to the level the file already has is a no-op Java never records."""
@@ -68,6 +82,9 @@ class TaskPlan:
     files: tuple[DataFileMeta, ...]
     rewrites: tuple[RewriteGroup, ...]
     upgrades: tuple[Upgrade, ...]
+    rewriter: Rewriter
+    lookup_levels: tuple[tuple[int, tuple[DataFileMeta, ...]], ...] = ()
+    dv_index: IndexFileMeta | None = None
 
     @property
     def rewritten_files(self) -> tuple[DataFileMeta, ...]:
@@ -109,12 +126,16 @@ class TaskPlan:
             "input_file_names": [f.file_name for f in self.files],
             "rewrite_groups": [[f.file_name for f in g.files] for g in self.rewrites],
             "upgraded_file_names": [f.file_name for f in self.upgraded_files],
+            "changelog_groups": sum(1 for g in self.rewrites if g.changelog),
+            "scanned_upgrades": sum(1 for u in self.upgrades if u.scan),
         }
 
-
-def _contains_delete_records(file: DataFileMeta) -> bool:
-    """An unknown delete count (old files) counts as having deletes, as in Java."""
-    return file.delete_row_count is None or file.delete_row_count > 0
+    @property
+    def uses_lookup(self) -> bool:
+        """Whether executing it looks keys up in the levels above the output."""
+        return self.rewriter.kind == LOOKUP and (
+            any(g.changelog for g in self.rewrites) or any(u.scan for u in self.upgrades)
+        )
 
 
 class _MergeTreeCompactPlanner:
@@ -126,11 +147,15 @@ class _MergeTreeCompactPlanner:
         max_level: int,
         min_file_size: int,
         must_rewrite: Callable[[DataFileMeta], bool],
+        rewriter: Rewriter,
+        drop_delete: bool,
     ):
         self.output_level = output_level
         self.max_level = max_level
         self.min_file_size = min_file_size
         self.must_rewrite = must_rewrite
+        self.rewriter = rewriter
+        self.drop_delete = drop_delete
         self.rewrites: list[RewriteGroup] = []
         self.upgrades: list[Upgrade] = []
 
@@ -158,17 +183,30 @@ class _MergeTreeCompactPlanner:
             for file in candidate[0][0].files:
                 self._upgrade(file)
         else:
-            self.rewrites.append(RewriteGroup(tuple(candidate)))
+            group = RewriteGroup(tuple(candidate), self.drop_delete)
+            changelog = self.rewriter.changelog_rewrite(self.output_level, group.files)
+            self.rewrites.append(replace(group, changelog=changelog))
         candidate.clear()
 
     def _upgrade(self, file: DataFileMeta) -> None:
         """Rewrite alone what must not keep its records as they are, else move it if needed."""
         if (
-            self.output_level == self.max_level and _contains_delete_records(file)
+            self.output_level == self.max_level and contains_delete_records(file)
         ) or self.must_rewrite(file):
-            self.rewrites.append(RewriteGroup.alone(file))
+            changelog = self.rewriter.changelog_rewrite(self.output_level, [file])
+            self.rewrites.append(
+                RewriteGroup.alone(file, drop_delete=self.drop_delete, changelog=changelog)
+            )
         elif file.level != self.output_level:
-            self.upgrades.append(Upgrade(file, self.output_level))
+            through_wrapper, rewrite = self.rewriter.upgrade_strategy(self.output_level, file)
+            if through_wrapper and rewrite:
+                self.rewrites.append(
+                    RewriteGroup.alone(
+                        file, drop_delete=self.rewriter.force_drop_delete, changelog=True
+                    )
+                )
+            else:
+                self.upgrades.append(Upgrade(file, self.output_level, scan=through_wrapper))
 
 
 def plan_task(
@@ -181,6 +219,8 @@ def plan_task(
     bucket: int,
     total_buckets: int,
     record_level_expire: bool | Callable[[DataFileMeta], bool] | None = None,
+    levels: Levels | None = None,
+    dv_index: IndexFileMeta | None = None,
 ) -> TaskPlan:
     """Plan a unit as Java's FileRewriteCompactTask (file_rewrite) or MergeTreeCompactTask would.
 
@@ -188,14 +228,24 @@ def plan_task(
     `record_level_expire` is RecordLevelExpire.isExpireFile as a per-file check, or a bool for
     every file (as strategy.pick_full_compaction takes it); it must be given when
     record-level.expire-time is set, since only the caller knows the time field's statistics.
+    `levels` (the bucket's tree) gives lookups the files above the output; `dv_index` is the
+    bucket's deletion-vector index file.
     """
+    rewriter = Rewriter.for_options(options)
     if not 0 <= unit.output_level <= max_level:
         raise ValueError(f"output level {unit.output_level} is outside 0..{max_level}")
     if options.record_level_expire_time_ms is not None and record_level_expire is None:
         raise ValueError("record-level.expire-time is set: pass record_level_expire")
     files = tuple(unit.files)
     if unit.file_rewrite:
-        rewrites = tuple(RewriteGroup.alone(f) for f in files)
+        rewrites = tuple(
+            RewriteGroup.alone(
+                f,
+                drop_delete=drop_delete,
+                changelog=rewriter.changelog_rewrite(unit.output_level, [f]),
+            )
+            for f in files
+        )
         upgrades: tuple[Upgrade, ...] = ()
     else:
         expired = (
@@ -208,9 +258,18 @@ def plan_task(
             max_level,
             options.min_file_size,
             lambda f: options.force_rewrite_all_files or expired(f),
+            rewriter,
+            drop_delete,
         )
         planner.do_compact(list(files))
         rewrites, upgrades = tuple(planner.rewrites), tuple(planner.upgrades)
+    above = ()
+    if levels is not None and rewriter.kind == LOOKUP:
+        above = tuple(
+            (level, tuple(levels.levels[level - 1].files))
+            for level in range(unit.output_level + 1, levels.number_of_levels())
+            if levels.levels[level - 1].files
+        )
     return TaskPlan(
         partition=partition,
         bucket=bucket,
@@ -220,4 +279,7 @@ def plan_task(
         files=files,
         rewrites=rewrites,
         upgrades=upgrades,
+        rewriter=rewriter,
+        lookup_levels=above,
+        dv_index=dv_index,
     )

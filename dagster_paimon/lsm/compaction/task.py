@@ -7,17 +7,36 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
-from dagster_paimon.io.kv import key_columns
+from dagster_paimon.io.index import BucketVectors
+from dagster_paimon.io.kv import key_columns, kv_schema
 from dagster_paimon.io.paths import delete_data_files
-from dagster_paimon.io.read import read_run, run_batch_rows
-from dagster_paimon.io.write import COMPACT_FILE_SOURCE, RollingWriter, write_all
-from dagster_paimon.lsm.compaction.plan import RewriteGroup, Section, TaskPlan
-from dagster_paimon.lsm.merge.kway import MergeEngine, MergeStats, merge_sorted_runs
+from dagster_paimon.io.read import FileRows, count_retracts, read_run, run_batch_rows
+from dagster_paimon.io.vectors import positions_of
+from dagster_paimon.io.write import (
+    APPEND_FILE_SOURCE,
+    COMPACT_FILE_SOURCE,
+    RollingWriter,
+    write_all,
+)
+from dagster_paimon.lsm.compaction.plan import RewriteGroup, TaskPlan, Upgrade
+from dagster_paimon.lsm.compaction.rewriter import FULL_CHANGELOG, LOOKUP
+from dagster_paimon.lsm.merge.kway import MergeEngine, MergeStats, SliceMerge, merge_sorted_runs
+from dagster_paimon.lsm.merge.lookup import LevelLookup
+from dagster_paimon.lsm.merge.wrappers import (
+    ChangelogRule,
+    ChangelogSink,
+    FirstRowMerge,
+    FullChangelogMerge,
+    LookupMerge,
+)
+from dagster_paimon.lsm.model.options import CompactionOptions
 
 log = logging.getLogger(__name__)
 
@@ -39,84 +58,251 @@ class CompactResult:
         return self.change.new_files
 
 
-def _section_stream(
-    table: FileStoreTable,
-    plan: TaskPlan,
-    section: Section,
-    engine: MergeEngine,
-    batch_rows: int,
-    stats: MergeStats,
-) -> Iterable[pa.RecordBatch]:
-    """One key-disjoint section merged: its runs k-way merged into one sorted stream."""
-    runs = [read_run(table, plan.partition, plan.bucket, r.files, batch_rows) for r in section]
-    return merge_sorted_runs(
-        runs,
-        engine,
-        drop_delete=plan.drop_delete,
-        key_columns=key_columns(table.table_schema),
-        stats=stats,
-    )
+class _TaskRun:
+    """What one task's rewrites and scans share: merge engine, vectors, lookups, changelog."""
+
+    def __init__(self, table: FileStoreTable, plan: TaskPlan, stats: MergeStats):
+        schema = table.table_schema
+        self.table, self.plan, self.stats = table, plan, stats
+        self.engine = MergeEngine.for_table(schema)
+        self.keys = key_columns(schema)
+        options = CompactionOptions.from_table_options(schema.options)
+        values = [f.name for f in schema.fields]
+        compared = [n for n in values if n not in options.row_deduplicate_ignore_fields]
+        self.rule = ChangelogRule(
+            tuple(kv_schema(schema).names),
+            tuple(compared) if options.row_deduplicate else None,
+        )
+        rewriter = plan.rewriter
+        self.vectors = (
+            BucketVectors.restore(table, plan.partition, plan.bucket, plan.dv_index)
+            if rewriter.deletion_vectors
+            else None
+        )
+        self.lookup = None
+        if plan.uses_lookup:
+            with_values = not rewriter.first_row and not (
+                rewriter.deletion_vectors
+                and not rewriter.lookup_changelog
+                and rewriter.deduplicate_without_sequence
+            )
+            self.lookup = LevelLookup(
+                plan.lookup_levels, self.keys, self._open, with_values=with_values
+            )
+        self.changelog: list[DataFileMeta] = []
+
+    def _deleted(self, file_name: str) -> np.ndarray | None:
+        """The positions a file's deletion vector marks, if it has one."""
+        vector = self.vectors.of(file_name) if self.vectors is not None else None
+        return positions_of(vector) if vector is not None else None
+
+    def _open(self, meta: DataFileMeta) -> FileRows:
+        """A file above the output, opened for lookups with its deletion vector applied."""
+        plan = self.plan
+        return FileRows(
+            self.table, plan.partition, plan.bucket, meta, self.keys, self._deleted(meta.file_name)
+        )
+
+    def _slice_merge(
+        self, changelog: bool, drop_delete: bool, sink: ChangelogSink
+    ) -> SliceMerge | None:
+        """The merge of each slice for this rewriter (None: the plain merge function)."""
+        rewriter = self.plan.rewriter
+        if rewriter.kind == FULL_CHANGELOG and changelog:
+            return FullChangelogMerge(
+                self.engine,
+                self.keys,
+                self.rule,
+                max_level=rewriter.max_level,
+                lookup_merge=rewriter.lookup_merge,
+                changelog=sink,
+            )
+        if rewriter.kind == LOOKUP and changelog:
+            assert self.lookup is not None
+            if rewriter.first_row:
+                return FirstRowMerge(
+                    self.engine,
+                    self.keys,
+                    self.rule.kv_names,
+                    drop_delete=drop_delete,
+                    lookup=self.lookup,
+                    changelog=sink if rewriter.lookup_changelog else None,
+                )
+            return LookupMerge(
+                self.engine,
+                self.keys,
+                self.rule,
+                drop_delete=drop_delete,
+                lookup=self.lookup,
+                vectors=self.vectors,
+                changelog=sink if rewriter.lookup_changelog else None,
+            )
+        if rewriter.lookup_merge:
+            return LookupMerge(self.engine, self.keys, self.rule, drop_delete=drop_delete)
+        return None
+
+    def merged(self, group: RewriteGroup, sink: ChangelogSink) -> Iterable[pa.RecordBatch]:
+        """A group's sections merged in key order, each section's runs k-way merged."""
+        slice_merge = self._slice_merge(group.changelog, group.drop_delete, sink)
+        batch_rows = run_batch_rows(max(len(section) for section in group.sections))
+        plan = self.plan
+        for section in group.sections:
+            runs = [
+                read_run(
+                    self.table,
+                    plan.partition,
+                    plan.bucket,
+                    r.files,
+                    batch_rows,
+                    deleted={
+                        f.file_name: d
+                        for f in r.files
+                        if (d := self._deleted(f.file_name)) is not None
+                    },
+                    with_level=slice_merge is not None,
+                )
+                for r in section
+            ]
+            yield from merge_sorted_runs(
+                runs,
+                self.engine,
+                drop_delete=group.drop_delete,
+                key_columns=self.keys,
+                stats=self.stats,
+                slice_merge=slice_merge,
+            )
+
+    def _changelog_writer(self) -> RollingWriter:
+        """A rolling writer of changelog files at the output level."""
+        plan = self.plan
+        return RollingWriter(
+            self.table,
+            plan.partition,
+            plan.bucket,
+            plan.output_level,
+            APPEND_FILE_SOURCE,
+            changelog=True,
+        )
+
+    def rewrite(self, group: RewriteGroup) -> list[DataFileMeta]:
+        """Merge a group into new files at the output level (and its changelog)."""
+        plan = self.plan
+        writer = RollingWriter(
+            self.table, plan.partition, plan.bucket, plan.output_level, COMPACT_FILE_SOURCE
+        )
+        changelog = self._changelog_writer()
+        try:
+            files = write_all(writer, self.merged(group, _sink(changelog)))
+            self.changelog += changelog.finish()
+        except BaseException:
+            changelog.abort()
+            raise
+        return files
+
+    def must_rewrite(self, upgrade: Upgrade) -> bool:
+        """A level-0 file a deletion-vector table would upgrade, yet holding retractions.
+
+        Java trusts deleteRowCount; pypaimon writes 0 even for files with -D rows, and
+        upgrading such a file would leave deletes above level 0, where readers read raw.
+        """
+        if not (self.plan.rewriter.deletion_vectors and upgrade.file.level == 0):
+            return False
+        plan = self.plan
+        retracts = count_retracts(self.table, plan.partition, plan.bucket, upgrade.file)
+        if retracts:
+            log.warning(
+                "%s declares %s delete rows but holds %d; rewriting it instead of upgrading",
+                upgrade.file.file_name,
+                upgrade.file.delete_row_count,
+                retracts,
+            )
+        return retracts > 0
+
+    def scan(self, upgrade: Upgrade) -> None:
+        """Run an upgraded file through the wrapper: lookups, vectors, changelog; no output."""
+        group = RewriteGroup.alone(
+            upgrade.file, drop_delete=self.plan.rewriter.force_drop_delete, changelog=True
+        )
+        changelog = self._changelog_writer()
+        try:
+            for _ in self.merged(group, _sink(changelog)):
+                pass
+            self.changelog += changelog.finish()
+        except BaseException:
+            changelog.abort()
+            raise
+
+    def index(self, rewritten: Iterable[DataFileMeta]) -> IndexFileMeta | None:
+        """The bucket's new deletion-vector index, if its vectors changed."""
+        if self.vectors is None:
+            return None
+        self.vectors.remove(f.file_name for f in rewritten)
+        if not self.vectors.modified:
+            return None
+        return self.vectors.write(self.table, self.plan.partition, self.plan.bucket)
 
 
-def rewrite_group(
-    table: FileStoreTable,
-    plan: TaskPlan,
-    group: RewriteGroup,
-    engine: MergeEngine,
-    stats: MergeStats,
-) -> list[DataFileMeta]:
-    """Merge every section of a group into one rolling output at the task's output level."""
-    batch_rows = run_batch_rows(max(len(section) for section in group.sections))
-    writer = RollingWriter(
-        table, plan.partition, plan.bucket, plan.output_level, COMPACT_FILE_SOURCE
-    )
-    return write_all(
-        writer,
-        (
-            batch
-            for section in group.sections
-            for batch in _section_stream(table, plan, section, engine, batch_rows, stats)
-        ),
-    )
+def _sink(writer: RollingWriter) -> ChangelogSink:
+    """A changelog sink writing into a rolling writer."""
+    return lambda table: [writer.write(b) for b in table.to_batches() if b.num_rows]
 
 
 def run_task(table: FileStoreTable, plan: TaskPlan) -> CompactResult:
     """Execute one task; on any failure the files it wrote are deleted and the error re-raised."""
     start = time.perf_counter()
-    engine = MergeEngine.for_table(table.table_schema)
     stats = MergeStats()
+    run = _TaskRun(table, plan, stats)
     new_files: list[DataFileMeta] = []
+    rewritten = list(plan.rewritten_files)
+    upgrades: list[Upgrade] = []
+    index: IndexFileMeta | None = None
     try:
         for group in plan.rewrites:
-            new_files.extend(rewrite_group(table, plan, group, engine, stats))
+            new_files.extend(run.rewrite(group))
+        for upgrade in plan.upgrades:
+            if upgrade.scan and run.must_rewrite(upgrade):
+                group = RewriteGroup.alone(upgrade.file, drop_delete=True, changelog=True)
+                new_files.extend(run.rewrite(group))
+                rewritten.append(upgrade.file)
+                continue
+            if upgrade.scan:
+                run.scan(upgrade)
+            upgrades.append(upgrade)
+        index = run.index(rewritten)
     except BaseException:
-        delete_data_files(table, plan.partition, plan.bucket, new_files)
+        delete_data_files(table, plan.partition, plan.bucket, [*new_files, *run.changelog])
         raise
-    upgraded = [u.upgraded_file() for u in plan.upgrades]
+    upgraded = [u.upgraded_file() for u in upgrades]
     result = CompactResult(
         change=BucketChange(
             plan.partition,
             plan.bucket,
             plan.total_buckets,
-            deleted=(*plan.rewritten_files, *plan.upgraded_files),
+            deleted=(*rewritten, *(u.file for u in upgrades)),
             added=(*new_files, *upgraded),
             new_files=tuple(new_files),
+            changelog=tuple(run.changelog),
+            index=index,
+            base_index=plan.dv_index.file_name if plan.dv_index is not None else None,
         ),
-        bytes_read=plan.rewritten_bytes,
+        bytes_read=sum(f.file_size for f in rewritten),
         bytes_written=sum(f.file_size for f in new_files),
-        rewritten_files=len(plan.rewritten_files),
+        rewritten_files=len(rewritten),
         upgraded_files=len(upgraded),
         seconds=time.perf_counter() - start,
     )
     log.info(
         "compacted %s bucket %d: %d files rewritten into %d at level %d, %d upgraded, "
-        "%.1f MB read in %.2f s; %d rows merged into %d, at most %d rows buffered",
+        "%d changelog files%s, %.1f MB read in %.2f s; %d rows merged into %d, "
+        "at most %d rows buffered",
         plan.partition.label(),
         plan.bucket,
         result.rewritten_files,
         len(new_files),
         plan.output_level,
         result.upgraded_files,
+        len(run.changelog),
+        ", new deletion-vector index" if index is not None else "",
         result.bytes_read / 1e6,
         result.seconds,
         stats.rows_read,

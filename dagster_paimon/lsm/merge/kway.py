@@ -10,7 +10,7 @@ bounded by batch size x number of runs, never by run length.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +31,20 @@ from dagster_paimon.lsm.merge.factory import merge_function_from_options, sequen
 from dagster_paimon.lsm.merge.functions import MergeFunction
 from dagster_paimon.lsm.merge.key_groups import KeyGroups, is_add
 
-__all__ = ["DEFAULT_MAX_BATCH_ROWS", "MergeEngine", "MergeStats", "merge_sorted_runs"]
+__all__ = [
+    "DEFAULT_MAX_BATCH_ROWS",
+    "MergeEngine",
+    "MergeStats",
+    "SliceMerge",
+    "key_starts",
+    "merge_order",
+    "merge_slice",
+    "merge_sorted_runs",
+]
 
 DEFAULT_MAX_BATCH_ROWS = 64 * 1024
+
+SliceMerge = Callable[[pa.Table], pa.Table]
 
 
 @dataclass(frozen=True)
@@ -131,7 +142,7 @@ class _Run:
         return taken if taken.num_rows else None
 
 
-def _merge_order(table: pa.Table, engine: MergeEngine, keys: Sequence[str]) -> np.ndarray:
+def merge_order(table: pa.Table, engine: MergeEngine, keys: Sequence[str]) -> np.ndarray:
     """Indices sorting the slice into merge order: key, sequence.field (nulls first in either
     direction), sequence number, retract before add (SortMergeReaderWithMinHeap's comparator).
     The sort is stable, so full ties keep run order."""
@@ -154,7 +165,7 @@ def _merge_order(table: pa.Table, engine: MergeEngine, keys: Sequence[str]) -> n
     return np.asarray(indices)
 
 
-def _key_starts(table: pa.Table, keys: Sequence[str], order: np.ndarray) -> np.ndarray:
+def key_starts(table: pa.Table, keys: Sequence[str], order: np.ndarray) -> np.ndarray:
     """Positions (in merge order) where a new key starts."""
     starts = np.zeros(len(order), dtype=bool)
     starts[0] = True
@@ -165,13 +176,13 @@ def _key_starts(table: pa.Table, keys: Sequence[str], order: np.ndarray) -> np.n
     return np.flatnonzero(starts)
 
 
-def _merge_slice(
+def merge_slice(
     table: pa.Table, engine: MergeEngine, keys: Sequence[str], drop_delete: bool
 ) -> pa.Table:
     """Merge a slice holding every record of its keys: one output record per key, in key order."""
     table = table.combine_chunks()
-    order = _merge_order(table, engine, keys)
-    starts = _key_starts(table, keys, order)
+    order = merge_order(table, engine, keys)
+    starts = key_starts(table, keys, order)
     sizes = np.diff(np.append(starts, len(order)))
     multi = sizes > 1
     singles = order[starts[~multi]]
@@ -240,11 +251,14 @@ def merge_sorted_runs(
     key_columns: Sequence[str],
     max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS,
     stats: MergeStats | None = None,
+    slice_merge: SliceMerge | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Merge runs of KV batches (each sorted by key) into one stream, one record per key.
 
     A key with one record passes through unchanged; null merge results are skipped;
     `drop_delete` keeps only +I/+U records. Output batches hold at most `max_batch_rows` rows.
+    `slice_merge` replaces the merge of each slice holding every record of its keys (Java's
+    merge function wrappers: lookup, changelog); it applies `drop_delete` itself.
     """
     if max_batch_rows < 1:
         raise ValueError("max_batch_rows must be at least 1")
@@ -268,7 +282,11 @@ def merge_sorted_runs(
         pieces = [p for p in (c.take_before(frontier) for c in loaded) if p is not None]
         if not pieces:
             continue
-        merged = _merge_slice(pa.concat_tables(pieces), engine, key_columns, drop_delete)
+        piece = pa.concat_tables(pieces)
+        if slice_merge is None:
+            merged = merge_slice(piece, engine, key_columns, drop_delete)
+        else:
+            merged = slice_merge(piece)
         stats.rows_written += merged.num_rows
         yield from output.add(merged)
     yield from output.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,8 @@ TOTAL_BYTES = "total_bytes"
 MAX_SORTED_RUNS = "max_sorted_runs"
 MEAN_SORTED_RUNS = "mean_sorted_runs"
 MAX_SIZE_AMP = "max_size_amplification_percent"
+DELETED_ROWS = "deleted_rows"
+LEVEL0_FILES = "level0_files"
 
 
 def size_amplification_percent(runs: list[LevelSortedRun]) -> float:
@@ -41,10 +44,22 @@ class BucketHealth:
     sorted_runs: int
     levels: dict[str, int]
     size_amplification_percent: float
+    rows: int = 0
+    deleted_rows: int = 0
 
     @classmethod
-    def of(cls, partition: dict[str, str], bucket: int, levels: Levels) -> BucketHealth:
-        """Measure one tree."""
+    def of(
+        cls,
+        partition: dict[str, str],
+        bucket: int,
+        levels: Levels,
+        deleted: Mapping[str, int] | None = None,
+    ) -> BucketHealth:
+        """Measure one tree; `deleted` counts the rows deletion vectors mark, per file.
+
+        Size amplification compares file bytes, as Paimon's pickForSizeAmp does: rows a
+        deletion vector marks still take their bytes until a compaction rewrites the file.
+        """
         runs = levels.level_sorted_runs()
         per_level = {"0": len(levels.level0)}
         per_level.update(
@@ -59,6 +74,8 @@ class BucketHealth:
             sorted_runs=levels.number_of_sorted_runs(),
             levels={k: v for k, v in per_level.items() if v},
             size_amplification_percent=round(size_amplification_percent(runs), 2),
+            rows=sum(f.row_count for r in runs for f in r.run.files),
+            deleted_rows=sum((deleted or {}).values()),
         )
 
     def to_dict(self) -> dict:
@@ -72,6 +89,8 @@ class BucketHealth:
             "sorted_runs": self.sorted_runs,
             "levels": dict(self.levels),
             "size_amplification_percent": self.size_amplification_percent,
+            "rows": self.rows,
+            "deleted_rows": self.deleted_rows,
         }
 
     def label(self) -> str:
@@ -100,6 +119,8 @@ class TableHealth:
             "max_size_amplification_percent": max(
                 (b.size_amplification_percent for b in self.buckets), default=0.0
             ),
+            "rows": sum(b.rows for b in self.buckets),
+            "deleted_rows": sum(b.deleted_rows for b in self.buckets),
         }
 
     def metrics(self) -> Metrics:
@@ -112,6 +133,8 @@ class TableHealth:
             MAX_SORTED_RUNS: aggregate["max_sorted_runs"],
             MEAN_SORTED_RUNS: aggregate["mean_sorted_runs"],
             MAX_SIZE_AMP: aggregate["max_size_amplification_percent"],
+            LEVEL0_FILES: aggregate["level0_files"],
+            DELETED_ROWS: aggregate["deleted_rows"],
         }
 
     def to_dict(self) -> dict:
@@ -142,13 +165,13 @@ class TableHealth:
         widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
         lines = [f"table {self.table} at snapshot {self.snapshot_id}"]
         lines += [
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
-            for r in [headers, *rows]
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [headers, *rows]
         ]
         s = self.aggregate()
         lines.append(
             f"{s['buckets']} buckets, {s['files']} files, {s['total_bytes']} bytes, "
             f"max sorted runs {s['max_sorted_runs']}, "
-            f"max size amplification {s['max_size_amplification_percent']:.1f}%"
+            f"max size amplification {s['max_size_amplification_percent']:.1f}%, "
+            f"{s['deleted_rows']} of {s['rows']} rows deleted by deletion vectors"
         )
         return "\n".join(lines)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.conflicts import sorted_run_files
 from dagster_paimon.commit.state import live_entries, resolve_snapshot
+from dagster_paimon.io.index import deleted_rows, deletion_indexes
 from dagster_paimon.lsm.model.health import BucketHealth, TableHealth
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import LevelSortedRun, SortedRun
@@ -80,10 +82,15 @@ class BucketLevels:
     bucket: int
     total_buckets: int
     levels: Levels
+    dv_index: IndexFileMeta | None = None
+
+    def deleted_rows(self) -> dict[str, int]:
+        """Rows deletion vectors mark, per data file of the bucket."""
+        return deleted_rows(self.dv_index)
 
     def health(self) -> BucketHealth:
         """This tree's metrics."""
-        return BucketHealth.of(self.partition.spec, self.bucket, self.levels)
+        return BucketHealth.of(self.partition.spec, self.bucket, self.levels, self.deleted_rows())
 
 
 @dataclass(frozen=True)
@@ -127,8 +134,11 @@ def read_levels(
             continue
         _, files = grouped.setdefault((part, entry.bucket), (entry.total_buckets, []))
         files.append(entry.file)
+    indexes = deletion_indexes(table, snapshot)
     buckets = [
-        BucketLevels(part, bucket, total, Levels(files, options.num_levels))
+        BucketLevels(
+            part, bucket, total, Levels(files, options.num_levels), indexes.get((part, bucket))
+        )
         for (part, bucket), (total, files) in sorted(
             grouped.items(), key=lambda kv: (tuple(kv[0][0].spec.values()), kv[0][1])
         )

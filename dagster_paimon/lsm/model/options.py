@@ -6,8 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dagster_paimon.options import (
+    CHANGELOG_ROW_DEDUPLICATE,
+    CHANGELOG_ROW_DEDUPLICATE_IGNORE_FIELDS,
     COMPACTION_TRIGGER,
     DELETION_VECTORS,
+    DELETION_VECTORS_MERGE_ON_READ,
     FORCE_LOOKUP,
     FORCE_REWRITE_ALL_FILES,
     FORCE_UP_LEVEL_0,
@@ -21,6 +24,7 @@ from dagster_paimon.options import (
     OFFPEAK_START,
     OPTIMIZATION_INTERVAL,
     RECORD_LEVEL_EXPIRE_TIME,
+    SEQUENCE_FIELD,
     SIZE_RATIO,
     SMALL_FILE_RATIO,
     STOP_TRIGGER,
@@ -35,6 +39,7 @@ from dagster_paimon.options import (
     hour,
     memory_bytes,
     merge_engine,
+    names,
     ratio,
     read_option,
 )
@@ -70,11 +75,27 @@ class CompactionOptions:
     lookup_compact: str = "radical"
     lookup_compact_max_interval: int | None = None
     record_level_expire_time_ms: int | None = None
+    row_deduplicate: bool = False
+    row_deduplicate_ignore_fields: tuple[str, ...] = ()
+    has_sequence_field: bool = False
+    deletion_vectors_merge_on_read: bool = False
 
     @property
     def min_file_size(self) -> int:
         """Files below this size are merged rather than upgraded (MergeTreeCompactTask)."""
         return int(self.target_file_size * self.small_file_ratio)
+
+    @property
+    def skips_level0_on_read(self) -> bool:
+        """Batch readers skip level 0 (CoreOptions.batchScanSkipLevel0): keys above are unique."""
+        if self.deletion_vectors_enabled:
+            return not self.deletion_vectors_merge_on_read
+        return self.merge_engine == "first-row"
+
+    @property
+    def produces_lookup_changelog(self) -> bool:
+        """Compactions involving level 0 write a changelog (LookupStrategy.produceChangelog)."""
+        return self.changelog_producer == "lookup"
 
     @property
     def needs_lookup(self) -> bool:
@@ -125,4 +146,10 @@ class CompactionOptions:
             record_level_expire_time_ms=read_option(
                 options, RECORD_LEVEL_EXPIRE_TIME, duration_ms, None
             ),
+            row_deduplicate=flag(options, CHANGELOG_ROW_DEDUPLICATE),
+            row_deduplicate_ignore_fields=tuple(
+                read_option(options, CHANGELOG_ROW_DEDUPLICATE_IGNORE_FIELDS, names, [])
+            ),
+            has_sequence_field=bool(read_option(options, SEQUENCE_FIELD, names, [])),
+            deletion_vectors_merge_on_read=flag(options, DELETION_VECTORS_MERGE_ON_READ),
         )

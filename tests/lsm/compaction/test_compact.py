@@ -54,14 +54,26 @@ def test_write_only_tables_are_still_compacted_by_a_dedicated_job(warehouse):
 
 
 @pytest.mark.parametrize(
-    "option",
+    ("options", "message"),
     [
-        {"deletion-vectors.enabled": "true"},
-        {"changelog-producer": "lookup"},
-        {"record-level.expire-time": "1 d"},
+        (
+            {"deletion-vectors.enabled": "true", "changelog-producer": "full-compaction"},
+            "supports deletion vectors only with the none, input or lookup",
+        ),
+        (
+            {"merge-engine": "first-row", "deletion-vectors.enabled": "true"},
+            "first-row merge engine never deletes",
+        ),
+        (
+            {"merge-engine": "first-row", "changelog-producer": "full-compaction"},
+            "only 'none' and 'lookup' with the first-row",
+        ),
+        ({"record-level.expire-time": "1 d"}, "record-level.expire-time"),
     ],
 )
-def test_tables_needing_files_we_do_not_write_are_refused(warehouse, option):
-    table = create_table(warehouse, orders_spec(**option))
-    with pytest.raises(InvalidOptionError, match=next(iter(option))):
+def test_option_combinations_paimon_rejects_or_we_do_not_compact_are_refused(
+    warehouse, options, message
+):
+    table = create_table(warehouse, orders_spec(**options))
+    with pytest.raises(InvalidOptionError, match=message):
         plan_compaction(read_levels(table))

@@ -241,7 +241,7 @@ def test_big_file_to_max_level_with_delete_rows_is_rewritten_alone(delete_rows, 
     f = replace(data_file("f", level=1, size=BIG), delete_row_count=delete_rows)
     p = plan([f], output_level=MAX_LEVEL)
     if rewritten:
-        assert p.rewrites == (RewriteGroup.alone(f),)
+        assert p.rewrites == (RewriteGroup.alone(f, drop_delete=True, changelog=False),)
         assert p.upgrades == ()
     else:
         assert p.rewrites == ()
@@ -265,7 +265,7 @@ def test_file_already_at_max_level_with_deletes_is_rewritten_alone():
 def test_lone_small_file_with_deletes_at_max_level_is_rewritten_alone():
     f = data_file("f", level=0, size=SMALL, delete_rows=1)
     p = plan([f], output_level=MAX_LEVEL)
-    assert p.rewrites == (RewriteGroup.alone(f),)
+    assert p.rewrites == (RewriteGroup.alone(f, drop_delete=True, changelog=False),)
     assert p.upgrades == ()
 
 
@@ -318,7 +318,10 @@ def test_file_rewrite_unit_rewrites_every_file_alone_in_unit_order():
     a = data_file("a", level=MAX_LEVEL, size=BIG, min_key=0, max_key=5)
     b = data_file("b", level=MAX_LEVEL, size=SMALL, min_key=3, max_key=4, delete_rows=0)
     p = plan([b, a], output_level=MAX_LEVEL, file_rewrite=True)
-    assert p.rewrites == (RewriteGroup.alone(b), RewriteGroup.alone(a))
+    assert p.rewrites == (
+        RewriteGroup.alone(b, drop_delete=True, changelog=False),
+        RewriteGroup.alone(a, drop_delete=True, changelog=False),
+    )
     assert p.upgrades == ()
     assert untouched(p) == ()
 
@@ -377,6 +380,8 @@ def test_summary_and_to_dict():
         "input_file_names": ["s1", "s2", "big", "stay"],
         "rewrite_groups": [["s1", "s2"]],
         "upgraded_file_names": ["big"],
+        "changelog_groups": 0,
+        "scanned_upgrades": 0,
     }
 
 

@@ -23,7 +23,8 @@ def live_files(table):
     snapshot = table.snapshot_manager().get_latest_snapshot()
     return {
         e.file.file_name: (
-            e, data_file_path(table, Partition.of_row(e.partition), e.bucket, e.file)
+            e,
+            data_file_path(table, Partition.of_row(e.partition), e.bucket, e.file),
         )
         for e in live_entries(table, snapshot, with_stats=True)
     }

@@ -1,0 +1,172 @@
+"""A bucket's deletion-vector index file and the snapshot's index manifest (Java's
+BucketedDvMaintainer, DeletionVectorsIndexFile and IndexManifestFileHandler.BucketedCombiner).
+
+Each bucket has at most one DELETION_VECTORS index file holding the vectors of all its data
+files; a change rewrites it whole and the new index manifest replaces the bucket's entry.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
+from pypaimon.index.index_file_meta import IndexFileMeta
+from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+from pypaimon.manifest.index_manifest_file import IndexManifestFile
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.failpoints import INDEX_FILE_WRITTEN, failpoint
+from dagster_paimon.io.vectors import (
+    DeletionVector,
+    add_positions,
+    deserialize,
+    new_vector,
+    serialize,
+)
+from dagster_paimon.options import DELETION_VECTORS_BITMAP64, flag
+from dagster_paimon.partition import Partition
+
+DELETION_VECTORS = "DELETION_VECTORS"
+INDEX_VERSION = 1
+ADD_KIND = 0
+
+BucketKey = tuple[Partition, int]
+
+
+def index_entries(table: FileStoreTable, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
+    """Every entry of a snapshot's index manifest (none without one)."""
+    if snapshot is None or not snapshot.index_manifest:
+        return []
+    return IndexManifestFile(table).read(snapshot.index_manifest)
+
+
+def deletion_indexes(
+    table: FileStoreTable, snapshot: Snapshot | None
+) -> dict[BucketKey, IndexFileMeta]:
+    """The deletion-vector index file of each bucket that has one."""
+    found: dict[BucketKey, IndexFileMeta] = {}
+    for e in index_entries(table, snapshot):
+        if e.index_file.index_type == DELETION_VECTORS:
+            found[(Partition.of_row(e.partition), e.bucket)] = e.index_file
+    return found
+
+
+def deleted_rows(index: IndexFileMeta | None) -> dict[str, int]:
+    """Deleted row count per data file, from the index meta alone (no file read)."""
+    if index is None or not index.dv_ranges:
+        return {}
+    return {name: meta.cardinality or 0 for name, meta in index.dv_ranges.items()}
+
+
+def _index_path(table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta):
+    """Where an index file lives (index dir, or the bucket dir with index-file-in-data-file-dir)."""
+    return table.path_factory().bucket_index_path(partition.values, bucket, index, table.file_io)
+
+
+def read_vectors(
+    table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta | None
+) -> dict[str, DeletionVector]:
+    """Every data file's deletion vector in a bucket's index file."""
+    if index is None or not index.dv_ranges:
+        return {}
+    path = _index_path(table, partition, bucket, index)
+    with table.file_io.new_input_stream(path) as stream:
+        data = stream.read()
+    if not data or data[0] != INDEX_VERSION:
+        raise CorruptMetadataError(f"deletion vector index {path} has an unknown version")
+    try:
+        return {
+            name: deserialize(data[meta.offset :], meta.length)
+            for name, meta in index.dv_ranges.items()
+        }
+    except CorruptMetadataError as e:
+        raise CorruptMetadataError(f"deletion vector index {path}: {e}") from e
+
+
+class BucketVectors:
+    """A bucket's deletion vectors while a compaction changes them (BucketedDvMaintainer)."""
+
+    def __init__(self, vectors: Mapping[str, DeletionVector], *, bitmap64: bool):
+        self.vectors = dict(vectors)
+        self.bitmap64 = bitmap64
+        self.modified = False
+
+    @classmethod
+    def restore(
+        cls, table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta | None
+    ) -> BucketVectors:
+        """The vectors of a bucket's current index file."""
+        bitmap64 = flag(table.table_schema.options, DELETION_VECTORS_BITMAP64)
+        return cls(read_vectors(table, partition, bucket, index), bitmap64=bitmap64)
+
+    def of(self, file_name: str) -> DeletionVector | None:
+        """A file's vector, if it has one."""
+        return self.vectors.get(file_name)
+
+    def delete(self, file_name: str, positions: np.ndarray) -> None:
+        """Mark rows of a file deleted; rows already deleted stay so."""
+        vector = self.vectors.get(file_name)
+        fresh = new_vector(self.bitmap64) if vector is None else vector
+        if add_positions(fresh, positions):
+            self.vectors[file_name] = fresh
+            self.modified = True
+
+    def remove(self, file_names: Iterable[str]) -> None:
+        """Drop the vectors of files a compaction rewrote."""
+        for name in file_names:
+            if self.vectors.pop(name, None) is not None:
+                self.modified = True
+
+    def write(self, table: FileStoreTable, partition: Partition, bucket: int) -> IndexFileMeta:
+        """One new index file with every vector (only the version byte if none are left)."""
+        name = f"index-{uuid.uuid4()}-0"
+        path, external = table.path_factory().new_bucket_index_path(partition.values, bucket, name)
+        blob = bytearray([INDEX_VERSION])
+        ranges: dict[str, DeletionVectorMeta] = {}
+        for file_name, vector in self.vectors.items():
+            data, length = serialize(vector)
+            ranges[file_name] = DeletionVectorMeta(file_name, len(blob), length, len(vector))
+            blob += data
+        with table.file_io.new_output_stream(path) as out:
+            out.write(bytes(blob))
+        failpoint(INDEX_FILE_WRITTEN)
+        return IndexFileMeta(
+            index_type=DELETION_VECTORS,
+            file_name=name,
+            file_size=len(blob),
+            row_count=len(ranges),
+            dv_ranges=ranges,
+            external_path=path if external else None,
+        )
+
+
+def delete_index_file(
+    table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta
+) -> None:
+    """Best-effort removal of an index file that will not be committed."""
+    table.file_io.delete_quietly(_index_path(table, partition, bucket, index))
+
+
+def write_index_manifest(
+    table: FileStoreTable,
+    latest: Snapshot | None,
+    replacements: Mapping[BucketKey, IndexFileMeta],
+) -> str | None:
+    """The latest index manifest with each bucket's deletion-vector entry replaced."""
+    if not replacements:
+        return latest.index_manifest if latest else None
+    kept = [
+        e
+        for e in index_entries(table, latest)
+        if e.index_file.index_type != DELETION_VECTORS
+        or (Partition.of_row(e.partition), e.bucket) not in replacements
+    ]
+    added = [
+        IndexManifestEntry(ADD_KIND, partition.row(), bucket, index)
+        for (partition, bucket), index in replacements.items()
+    ]
+    return IndexManifestFile(table).write(kept + added)
