@@ -80,6 +80,14 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def paimon_java():
+    """Paimon 0.9's Java reader, assembled once per run (see tests/java/paimon_java.py)."""
+    from tests.java.paimon_java import PaimonJava
+
+    return PaimonJava()
+
+
+@pytest.fixture(scope="session")
 def s3_server() -> S3Server:
     """One authenticating moto S3 server on loopback for the whole run."""
     with moto_server() as server:
