@@ -88,6 +88,10 @@ class OverwriteProducer(AppendProducer):
         super().__init__(table, changes, **kwargs)
         self.partitions = set(partitions)
 
+    def index_manifest(self, latest: Snapshot | None) -> str | None:
+        """The latest index manifest without deletion vectors of the overwritten partitions."""
+        return write_index_manifest(self.table, latest, {}, dropped=self.partitions)
+
     def deleted_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
         """Every file live in the overwritten partitions, as of the attempt's latest snapshot."""
         return [

@@ -8,7 +8,7 @@ files; a change rewrites it whole and the new index manifest replaces the bucket
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import numpy as np
 from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
@@ -155,16 +155,21 @@ def write_index_manifest(
     table: FileStoreTable,
     latest: Snapshot | None,
     replacements: Mapping[BucketKey, IndexFileMeta],
+    dropped: Collection[Partition] = (),
 ) -> str | None:
-    """The latest index manifest with each bucket's deletion-vector entry replaced."""
-    if not replacements:
+    """The latest index manifest with each bucket's deletion-vector entry replaced, and none
+    left for the `dropped` partitions (overwritten: their files are gone)."""
+    if not replacements and not dropped:
         return latest.index_manifest if latest else None
-    kept = [
-        e
-        for e in index_entries(table, latest)
-        if e.index_file.index_type != DELETION_VECTORS
-        or (Partition.of_row(e.partition), e.bucket) not in replacements
-    ]
+
+    def replaced(entry: IndexManifestEntry) -> bool:
+        partition = Partition.of_row(entry.partition)
+        return partition in dropped or (partition, entry.bucket) in replacements
+
+    entries = index_entries(table, latest)
+    kept = [e for e in entries if e.index_file.index_type != DELETION_VECTORS or not replaced(e)]
+    if len(kept) == len(entries) and not replacements:
+        return latest.index_manifest if latest else None
     added = [
         IndexManifestEntry(ADD_KIND, partition.row(), bucket, index)
         for (partition, bucket), index in replacements.items()

@@ -18,7 +18,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql.datasource import InputPartition
 
 from dagster_paimon.io.index import BucketVectors
-from dagster_paimon.io.kv import key_columns, kv_schema
+from dagster_paimon.io.kv import key_columns
 from dagster_paimon.io.read import read_run, run_batch_rows
 from dagster_paimon.io.vectors import positions_of
 from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
@@ -89,7 +89,7 @@ def _merged(
         )
         for r in runs
     ]
-    rule = ChangelogRule(tuple(kv_schema(schema).names), None)
+    rule = ChangelogRule.for_table(schema)
     return merge_sorted_runs(
         streams,
         engine,

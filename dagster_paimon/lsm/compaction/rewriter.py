@@ -83,6 +83,18 @@ class Rewriter:
         return True, True
 
     @property
+    def looks_up_values(self) -> bool:
+        """Whether lookups return records, not only positions (Java's PersistProcessor choice:
+        positions suffice for a deduplicate DV table without sequence field or changelog)."""
+        if self.first_row:
+            return False
+        return not (
+            self.deletion_vectors
+            and not self.lookup_changelog
+            and self.deduplicate_without_sequence
+        )
+
+    @property
     def force_drop_delete(self) -> bool:
         """Deletes dropped when a level-0 file is rewritten alone on its way up (DV tables)."""
         return self.kind == LOOKUP and self.deletion_vectors

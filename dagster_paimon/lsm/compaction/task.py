@@ -15,7 +15,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.io.index import BucketVectors
-from dagster_paimon.io.kv import key_columns, kv_schema
+from dagster_paimon.io.kv import key_columns
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.read import FileRows, count_retracts, read_run, run_batch_rows
 from dagster_paimon.io.vectors import positions_of
@@ -36,7 +36,6 @@ from dagster_paimon.lsm.merge.wrappers import (
     FullChangelogMerge,
     LookupMerge,
 )
-from dagster_paimon.lsm.model.options import CompactionOptions
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +65,7 @@ class _TaskRun:
         self.table, self.plan, self.stats = table, plan, stats
         self.engine = MergeEngine.for_table(schema)
         self.keys = key_columns(schema)
-        options = CompactionOptions.from_table_options(schema.options)
-        values = [f.name for f in schema.fields]
-        compared = [n for n in values if n not in options.row_deduplicate_ignore_fields]
-        self.rule = ChangelogRule(
-            tuple(kv_schema(schema).names),
-            tuple(compared) if options.row_deduplicate else None,
-        )
+        self.rule = ChangelogRule.for_table(schema)
         rewriter = plan.rewriter
         self.vectors = (
             BucketVectors.restore(table, plan.partition, plan.bucket, plan.dv_index)
@@ -81,13 +74,8 @@ class _TaskRun:
         )
         self.lookup = None
         if plan.uses_lookup:
-            with_values = not rewriter.first_row and not (
-                rewriter.deletion_vectors
-                and not rewriter.lookup_changelog
-                and rewriter.deduplicate_without_sequence
-            )
             self.lookup = LevelLookup(
-                plan.lookup_levels, self.keys, self._open, with_values=with_values
+                plan.lookup_levels, self.keys, self._open, with_values=rewriter.looks_up_values
             )
         self.changelog: list[DataFileMeta] = []
 

@@ -82,13 +82,79 @@ def _before(file: DataFileMeta, key: Key) -> bool:
         return False
 
 
+def _int64(column: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """An integer-like key column as int64 in the same order, or None for other types."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    kind = array.type
+    if pa.types.is_integer(kind) and kind != pa.uint64():
+        return np.asarray(array.cast(pa.int64()))
+    if pa.types.is_date32(kind) or pa.types.is_time32(kind):
+        return np.asarray(array.view(pa.int32())).astype(np.int64)
+    if (
+        pa.types.is_date64(kind)
+        or pa.types.is_timestamp(kind)
+        or pa.types.is_time64(kind)
+        or pa.types.is_duration(kind)
+    ):
+        return np.asarray(array.view(pa.int64()))
+    return None
+
+
+@dataclass(frozen=True)
+class _Codec:
+    """Integer keys packed into one int64 in key order, over one file's value ranges.
+
+    Each column is clipped to one below its lowest and one above its highest value in the file
+    (a clipped key can never match), shifted into its own bits; keys then compare as numbers.
+    """
+
+    lows: tuple[int, ...]
+    highs: tuple[int, ...]
+    shifts: tuple[int, ...]
+
+    @classmethod
+    def of(cls, rows: pa.Table, names: Sequence[str]) -> _Codec | None:
+        """A codec for a file's keys, or None when they are not integers or need > 62 bits."""
+        if rows.num_rows == 0:
+            return None
+        columns = [_int64(rows.column(n)) for n in names]
+        if any(c is None for c in columns):
+            return None
+        lows = tuple(int(c.min()) - 1 for c in columns)
+        highs = tuple(int(c.max()) + 1 for c in columns)
+        bits = [(high - low).bit_length() for low, high in zip(lows, highs, strict=True)]
+        if sum(bits) > 62:
+            return None
+        shifts = tuple(sum(bits[i + 1 :]) for i in range(len(bits)))
+        return cls(lows, highs, shifts)
+
+    def encode(self, table: pa.Table, names: Sequence[str]) -> np.ndarray:
+        """Each row's key as one int64."""
+        code = np.zeros(table.num_rows, dtype=np.int64)
+        for name, low, high, shift in zip(names, self.lows, self.highs, self.shifts, strict=True):
+            values = _int64(table.column(name))
+            assert values is not None
+            code |= (np.clip(values, low, high) - low) << shift
+        return code
+
+
+class _Opened:
+    """A file open for lookups: its keys, and their packed codes when the keys allow it."""
+
+    def __init__(self, file: LookupFile, names: Sequence[str]):
+        self.file = file
+        self.rows = file.keys()
+        self.codec = _Codec.of(self.rows, names)
+        self.codes = self.codec.encode(self.rows, names) if self.codec else None
+
+
 @dataclass
 class _Level:
     """One level's sorted files and those currently open."""
 
     level: int
     files: tuple[DataFileMeta, ...]
-    open: dict[str, LookupFile]
+    open: dict[str, _Opened]
 
 
 class LevelLookup:
@@ -113,13 +179,31 @@ class LevelLookup:
         self.levels = [_Level(level, tuple(files), {}) for level, files in levels if files]
         self.files_opened = 0
 
-    def _open(self, level: _Level, file: DataFileMeta) -> LookupFile:
+    def _open(self, level: _Level, file: DataFileMeta) -> _Opened:
         """A file of a level, opened once while slices still reach it."""
         opened = level.open.get(file.file_name)
         if opened is None:
-            opened = level.open[file.file_name] = self.opener(file)
+            opened = level.open[file.file_name] = _Opened(self.opener(file), self.key_columns)
             self.files_opened += 1
         return opened
+
+    def _hits(self, pending: pa.Table, opened: _Opened, low: Key, high: Key) -> pa.Table:
+        """Pending keys the file holds, with their _POSITION: by packed codes when possible
+        (both sides are sorted, so a binary search per key), else by a hash join."""
+        rows = opened.rows
+        if opened.codec is not None:
+            assert opened.codes is not None
+            codes = opened.codec.encode(pending, self.key_columns)
+            index = np.searchsorted(opened.codes, codes)
+            inside = index < len(opened.codes)
+            found = np.zeros(len(codes), dtype=bool)
+            found[inside] = opened.codes[index[inside]] == codes[inside]
+            positions = rows.column(POSITION).take(pa.array(index[found]))
+            return pending.filter(pa.array(found)).append_column(POSITION, positions)
+        start = _bisect(rows, self.key_columns, low, right=False)
+        end = _bisect(rows, self.key_columns, high, right=True)
+        candidates = rows.slice(start, max(0, end - start))
+        return pending.join(candidates, keys=self.key_columns, join_type="inner")
 
     def _evict(self, level: _Level, low: Key) -> None:
         """Close files whose keys all sort before the current slice."""
@@ -143,13 +227,7 @@ class LevelLookup:
                 if not _overlaps(file, low, high):
                     continue
                 opened = self._open(level, file)
-                rows = opened.keys()
-                start = _bisect(rows, self.key_columns, low, right=False)
-                end = _bisect(rows, self.key_columns, high, right=True)
-                if start >= end:
-                    continue
-                candidates = rows.slice(start, end - start)
-                hits = pending.join(candidates, keys=self.key_columns, join_type="inner")
+                hits = self._hits(pending, opened, low, high)
                 if hits.num_rows == 0:
                     continue
                 pending = pending.filter(pc.invert(pc.is_in(pending[KEY_ID], hits[KEY_ID])))
@@ -162,7 +240,7 @@ class LevelLookup:
         """Hits of one file with their level and file, and their records if values are wanted."""
         hits = hits.sort_by([(POSITION, "ascending")])
         if self.with_values:
-            records = opened.rows(np.asarray(hits.column(POSITION)))
+            records = opened.file.rows(np.asarray(hits.column(POSITION)))
             carried = [n for n in hits.column_names if n not in records.column_names]
             for name in carried:
                 records = records.append_column(name, hits.column(name))

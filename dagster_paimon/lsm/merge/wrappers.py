@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.io.index import BucketVectors
 from dagster_paimon.io.kv import (
@@ -29,10 +30,12 @@ from dagster_paimon.io.kv import (
     UPDATE_AFTER,
     UPDATE_BEFORE,
     VALUE_KIND,
+    kv_schema,
 )
 from dagster_paimon.lsm.merge.key_groups import is_add
 from dagster_paimon.lsm.merge.kway import MergeEngine, key_starts, merge_order, merge_slice
 from dagster_paimon.lsm.merge.lookup import FILE, KEY_ID, LevelLookup
+from dagster_paimon.lsm.model.options import CompactionOptions
 
 ChangelogSink = Callable[[pa.Table], None]
 
@@ -134,6 +137,14 @@ class ChangelogRule:
 
     kv_names: tuple[str, ...]
     compared: tuple[str, ...] | None
+
+    @classmethod
+    def for_table(cls, schema: TableSchema) -> ChangelogRule:
+        """The table's rule: its file layout, and the values row-deduplicate compares."""
+        options = CompactionOptions.from_table_options(schema.options)
+        ignored = set(options.row_deduplicate_ignore_fields)
+        compared = tuple(f.name for f in schema.fields if f.name not in ignored)
+        return cls(tuple(kv_schema(schema).names), compared if options.row_deduplicate else None)
 
     def changes(
         self,

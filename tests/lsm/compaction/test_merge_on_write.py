@@ -18,6 +18,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pyroaring import BitMap64
 
+from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.index import deletion_indexes, read_vectors
 from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.lsm.compaction import compact_table
@@ -310,3 +311,28 @@ def test_bitmap64_vectors_are_written_and_read_by_our_reader(warehouse):
     assert vectors and all(isinstance(v, BitMap64) for v in vectors)
     # pypaimon 2.1 reads only 32-bit vectors; our merge-on-read applies both kinds
     assert visible(our_rows(table), "deduplicate") == model.rows
+
+
+def test_overwrite_drops_the_vectors_of_the_partitions_it_replaces(warehouse):
+    make_table(warehouse, **{"deletion-vectors.enabled": "true"})
+    base = [
+        {"dt": DAYS[k % 2], "id": k, "v": k, "w": "base", "op": "+I"} for k in range(BASE_KEYS)
+    ]
+    write_with_pypaimon(open_table(warehouse, "db.t"), pa.Table.from_pylist(base, SCHEMA))
+    compact(warehouse, full=True)
+    rows = random_rows(random.Random(9), 60, "u", deletes=True)
+    write_with_pypaimon(open_table(warehouse, "db.t"), pa.Table.from_pylist(rows, SCHEMA))
+    compact(warehouse)
+    table = open_table(warehouse, "db.t")
+    indexes = deletion_indexes(table, table.snapshot_manager().get_latest_snapshot())
+    assert {p.values for p, _ in indexes} == {(DAYS[0],), (DAYS[1],)}
+
+    day = [{"dt": DAYS[0], "id": 1, "v": 1, "w": "new", "op": "+I"}]
+    ingest_arrow(table, pa.Table.from_pylist(day, SCHEMA), mode="overwrite")
+    table = open_table(warehouse, "db.t")
+    after = deletion_indexes(table, table.snapshot_manager().get_latest_snapshot())
+    assert {p.values for p, _ in after} == {(DAYS[1],)}
+    assert after == {k: v for k, v in indexes.items() if k[0].values == (DAYS[1],)}
+    assert [r for r in read_rows(table) if r["dt"] == DAYS[0]] == []  # level 0 only
+    compact(warehouse)
+    assert [r for r in read_rows(open_table(warehouse, "db.t")) if r["dt"] == DAYS[0]] == day
