@@ -177,14 +177,23 @@ def key_starts(table: pa.Table, keys: Sequence[str], order: np.ndarray) -> np.nd
 
 
 def merge_slice(
-    table: pa.Table, engine: MergeEngine, keys: Sequence[str], drop_delete: bool
+    table: pa.Table,
+    engine: MergeEngine,
+    keys: Sequence[str],
+    drop_delete: bool,
+    *,
+    merge_singles: bool = False,
 ) -> pa.Table:
-    """Merge a slice holding every record of its keys: one output record per key, in key order."""
+    """Merge a slice holding every record of its keys: one output record per key, in key order.
+
+    A key with one record passes through unchanged (ReducerMergeFunctionWrapper) unless
+    `merge_singles`: Java's lookup wrapper runs the merge function on every key.
+    """
     table = table.combine_chunks()
     order = merge_order(table, engine, keys)
     starts = key_starts(table, keys, order)
     sizes = np.diff(np.append(starts, len(order)))
-    multi = sizes > 1
+    multi = sizes > (0 if merge_singles else 1)
     singles = order[starts[~multi]]
     if not multi.any():
         result = table.take(pa.array(singles))

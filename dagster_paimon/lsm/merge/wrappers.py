@@ -240,7 +240,11 @@ class LookupMerge:
                     records = found.select(table.column_names)
                     table = pa.concat_tables([table, records])
                     before = pa.concat_tables([before, records])
-        result = merge_slice(table, self.engine, self.keys, drop_delete=False)
+        # the wrapper (lookups) calls the merge function even on a lone record: an
+        # aggregation's lone -D becomes +I of its retracted values, as in Java
+        result = merge_slice(
+            table, self.engine, self.keys, drop_delete=False, merge_singles=self.lookup is not None
+        )
         if self.changelog is not None:
             with_level0 = grouped.any_per_key(grouped.levels <= 0)
             changes = self.rule.changes(before, result, with_level0)
