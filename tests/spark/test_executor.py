@@ -57,6 +57,31 @@ def test_spark_compaction_matches_in_process_compaction(spark, tmp_path):
     assert layout(on_spark) == layout(in_process)
 
 
+def test_spark_executors_maintain_vectors_and_changelog_as_in_process(spark, tmp_path):
+    """Lookups, deletion vectors and the changelog run on executors exactly as locally."""
+    options = {"deletion-vectors.enabled": "true", "changelog-producer": "lookup"}
+    results = {}
+    for name, executor in (("spark", SparkExecutor(spark)), ("local", LocalExecutor())):
+        warehouse = str(tmp_path / name)
+        os.makedirs(warehouse)
+        table = cdc_table(warehouse, **options)
+        model = write_history(table, 3)
+        compact_table(table, TableRef(warehouse, "db.cdc"), full=True, executor=executor)
+        write_history(table, 2, seed=11, model=model)
+        result = compact_table(table, TableRef(warehouse, "db.cdc"), executor=executor)
+        snapshot = table.snapshot_manager().get_latest_snapshot()
+        assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)
+        health = read_levels(table).health().aggregate()
+        results[name] = (
+            layout(table),
+            health["deleted_rows"],
+            snapshot.changelog_record_count,
+            sum(len(r.change.changelog) for r in result.results),
+        )
+    assert results["spark"] == results["local"]
+    assert results["spark"][2]  # the minor compaction produced a changelog
+
+
 def test_a_failing_executor_task_leaves_no_file_behind(spark, warehouse):
     table = cdc_table(warehouse)
     write_history(table, 4)

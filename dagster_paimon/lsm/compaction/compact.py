@@ -40,6 +40,8 @@ FILES_UPGRADED = "files_upgraded"
 FILES_WRITTEN = "files_written"
 BYTES_READ = "bytes_read"
 BYTES_WRITTEN = "bytes_written"
+CHANGELOG_FILES = "changelog_files_written"
+VECTOR_INDEXES = "deletion_vector_indexes_written"
 SECONDS = "compaction_seconds"
 
 
@@ -107,9 +109,14 @@ def _unit_line(unit: Mapping[str, Any], executed: bool) -> str:
     """One bucket's task as the CLI prints it."""
     where = f"  {unit['partition_label']} bucket {unit['bucket']}: {unit['input_files']} files"
     if executed:
+        extras = ""
+        if unit["changelog_file_names"]:
+            extras += f", {len(unit['changelog_file_names'])} changelog files"
+        if unit["deletion_vector_index"]:
+            extras += ", new deletion vectors"
         return (
             f"{where} -> {unit['output_files']} new at level {unit['output_level']}, "
-            f"{unit['upgraded_files']} upgraded"
+            f"{unit['upgraded_files']} upgraded{extras}"
         )
     return (
         f"{where} -> level {unit['output_level']}, rewrite {unit['rewritten_files']} "
@@ -150,6 +157,8 @@ class CompactionResult:
             FILES_WRITTEN: sum(len(r.new_files) for r in self.results),
             BYTES_READ: self.bytes_read,
             BYTES_WRITTEN: self.bytes_written,
+            CHANGELOG_FILES: sum(len(r.change.changelog) for r in self.results),
+            VECTOR_INDEXES: sum(1 for r in self.results if r.change.index is not None),
             SECONDS: round(self.seconds, 3),
         }
 
@@ -158,9 +167,13 @@ class CompactionResult:
         units = []
         for i, task in enumerate(self.tasks):
             unit = task.to_dict()
-            written = self.results[i].new_files if self.results else None
+            change = self.results[i].change if self.results else None
+            written = change.new_files if change else None
             unit["output_files"] = None if written is None else len(written)
             unit["output_file_names"] = [f.file_name for f in written or ()]
+            unit["changelog_file_names"] = [f.file_name for f in change.changelog] if change else []
+            index = change.index if change else None
+            unit["deletion_vector_index"] = index.file_name if index else None
             units.append(unit)
         return units
 

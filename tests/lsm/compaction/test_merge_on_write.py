@@ -241,6 +241,7 @@ def test_minor_then_full_compactions_read_back_as_the_model(warehouse, paimon_ja
     produces = options.get("changelog-producer") == "lookup"
     before: dict = {}
     marked = 0
+    index_manifest = None
     for round_ in range(5):
         if round_:
             rows = random_rows(rng, 50, f"r{round_}", deletes)
@@ -250,9 +251,16 @@ def test_minor_then_full_compactions_read_back_as_the_model(warehouse, paimon_ja
         table = open_table(warehouse, "db.t")
         check_reads(table, engine, options, model)
         marked += sum(b.health().deleted_rows for b in read_levels(table).buckets)
+        indexes = result.metrics()["deletion_vector_indexes_written"]
+        manifest = table.snapshot_manager().get_latest_snapshot().index_manifest
+        assert (indexes > 0) == (manifest != index_manifest)
+        index_manifest = manifest
         if produces:
-            after = apply_changelog(before, changelog_rows(table, result.snapshot_id), engine)
-            assert after == model.rows
+            changes = changelog_rows(table, result.snapshot_id)
+            assert apply_changelog(before, changes, engine) == model.rows
+            written = result.metrics()["changelog_files_written"]
+            assert (written > 0) == bool(changes)
+            assert "changelog files" in result.summary() or not changes
         before = model.snapshot()
     # Paimon's own reader agrees while vectors and several levels are live
     assert java_rows(paimon_java, warehouse, engine) == model.rows
