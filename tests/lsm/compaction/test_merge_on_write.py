@@ -345,9 +345,7 @@ def test_bitmap64_vectors_are_written_and_read_by_our_reader(warehouse):
 
 def test_overwrite_drops_the_vectors_of_the_partitions_it_replaces(warehouse):
     make_table(warehouse, **{"deletion-vectors.enabled": "true"})
-    base = [
-        {"dt": DAYS[k % 2], "id": k, "v": k, "w": "base", "op": "+I"} for k in range(BASE_KEYS)
-    ]
+    base = [{"dt": DAYS[k % 2], "id": k, "v": k, "w": "base", "op": "+I"} for k in range(BASE_KEYS)]
     write_with_pypaimon(open_table(warehouse, "db.t"), pa.Table.from_pylist(base, SCHEMA))
     compact(warehouse, full=True)
     rows = random_rows(random.Random(9), 60, "u", deletes=True)
