@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +40,8 @@ from dagster_paimon.lsm.merge.wrappers import (
 )
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -92,11 +96,12 @@ class _TaskRun:
         )
 
     def _slice_merge(
-        self, changelog: bool, drop_delete: bool, sink: ChangelogSink
+        self, changelog: bool, drop_delete: bool, sink: ChangelogSink | None
     ) -> SliceMerge | None:
         """The merge of each slice for this rewriter (None: the plain merge function)."""
         rewriter = self.plan.rewriter
         if rewriter.kind == FULL_CHANGELOG and changelog:
+            assert sink is not None, "a full-compaction changelog rewriter always has a sink"
             return FullChangelogMerge(
                 self.engine,
                 self.keys,
@@ -114,7 +119,7 @@ class _TaskRun:
                     self.rule.kv_names,
                     drop_delete=drop_delete,
                     lookup=self.lookup,
-                    changelog=sink if rewriter.lookup_changelog else None,
+                    changelog=sink,
                 )
             return LookupMerge(
                 self.engine,
@@ -123,13 +128,13 @@ class _TaskRun:
                 drop_delete=drop_delete,
                 lookup=self.lookup,
                 vectors=self.vectors,
-                changelog=sink if rewriter.lookup_changelog else None,
+                changelog=sink,
             )
         if rewriter.lookup_merge:
             return LookupMerge(self.engine, self.keys, self.rule, drop_delete=drop_delete)
         return None
 
-    def merged(self, group: RewriteGroup, sink: ChangelogSink) -> Iterable[pa.RecordBatch]:
+    def merged(self, group: RewriteGroup, sink: ChangelogSink | None) -> Iterable[pa.RecordBatch]:
         """A group's sections merged in key order, each section's runs k-way merged."""
         slice_merge = self._slice_merge(group.changelog, group.drop_delete, sink)
         batch_rows = run_batch_rows(max(len(section) for section in group.sections))
@@ -172,20 +177,26 @@ class _TaskRun:
             changelog=True,
         )
 
+    def _with_changelog(self, consume: Callable[[ChangelogSink | None], T]) -> T:
+        """Run `consume` with a changelog sink if this rewriter produces one; keep its files."""
+        if not self.plan.rewriter.produces_changelog:
+            return consume(None)
+        writer = self._changelog_writer()
+        try:
+            out = consume(_sink(writer))
+            self.changelog += writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        return out
+
     def rewrite(self, group: RewriteGroup) -> list[DataFileMeta]:
         """Merge a group into new files at the output level (and its changelog)."""
         plan = self.plan
         writer = RollingWriter(
             self.table, plan.partition, plan.bucket, plan.output_level, COMPACT_FILE_SOURCE
         )
-        changelog = self._changelog_writer()
-        try:
-            files = write_all(writer, self.merged(group, _sink(changelog)))
-            self.changelog += changelog.finish()
-        except BaseException:
-            changelog.abort()
-            raise
-        return files
+        return self._with_changelog(lambda sink: write_all(writer, self.merged(group, sink)))
 
     def must_rewrite(self, upgrade: Upgrade) -> bool:
         """A level-0 file a deletion-vector table would upgrade, yet holding retractions.
@@ -211,14 +222,7 @@ class _TaskRun:
         group = RewriteGroup.alone(
             upgrade.file, drop_delete=self.plan.rewriter.force_drop_delete, changelog=True
         )
-        changelog = self._changelog_writer()
-        try:
-            for _ in self.merged(group, _sink(changelog)):
-                pass
-            self.changelog += changelog.finish()
-        except BaseException:
-            changelog.abort()
-            raise
+        self._with_changelog(lambda sink: deque(self.merged(group, sink), maxlen=0))
 
     def index(self, rewritten: Iterable[DataFileMeta]) -> IndexFileMeta | None:
         """The bucket's new deletion-vector index, if its vectors changed."""
@@ -281,8 +285,8 @@ def run_task(table: FileStoreTable, plan: TaskPlan) -> CompactResult:
     )
     log.info(
         "compacted %s bucket %d: %d files rewritten into %d at level %d, %d upgraded, "
-        "%d changelog files%s, %.1f MB read in %.2f s; %d rows merged into %d, "
-        "at most %d rows buffered",
+        "%d changelog files%s, %d files opened for lookups, %.1f MB read in %.2f s; "
+        "%d rows merged into %d, at most %d rows buffered",
         plan.partition.label(),
         plan.bucket,
         result.rewritten_files,
@@ -291,6 +295,7 @@ def run_task(table: FileStoreTable, plan: TaskPlan) -> CompactResult:
         result.upgraded_files,
         len(run.changelog),
         ", new deletion-vector index" if index is not None else "",
+        run.lookup.files_opened if run.lookup is not None else 0,
         result.bytes_read / 1e6,
         result.seconds,
         stats.rows_read,
