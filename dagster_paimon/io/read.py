@@ -14,6 +14,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 from dagster_paimon.errors import SchemaMismatchError
 from dagster_paimon.io.kv import (
     DELETE,
+    KEY_PREFIX,
     LEVEL,
     POSITION,
     UPDATE_BEFORE,
@@ -33,14 +34,32 @@ def run_batch_rows(runs: int) -> int:
     return max(MIN_RUN_BATCH_ROWS, READ_BUFFER_ROWS // max(1, runs))
 
 
+def _source(name: str, present: Sequence[str]) -> str:
+    """The file column a target column is read from: a thin-mode file (data-file.thin-mode) has
+    no _KEY_ columns, and Paimon's readers take each key from its value column."""
+    if name not in present and name.startswith(KEY_PREFIX):
+        value = name[len(KEY_PREFIX) :]
+        if value in present:
+            return value
+    return name
+
+
+def _file_columns(target: pa.Schema, present: Sequence[str]) -> list[str]:
+    """The file's columns a read of `target` needs, each once."""
+    return list(dict.fromkeys(c for f in target if (c := _source(f.name, present)) in present))
+
+
 def _aligned(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """A file's batch in the table's current KV schema: missing columns as nulls, types cast."""
+    """A file's batch in the table's current KV schema: thin-mode keys from their values,
+    missing columns as nulls, types cast."""
     if batch.schema.equals(target):
         return batch
     columns = []
+    names = batch.schema.names
     for f in target:
-        if f.name in batch.schema.names:
-            columns.append(batch.column(f.name).cast(f.type))
+        source = _source(f.name, names)
+        if source in names:
+            columns.append(batch.column(source).cast(f.type))
         elif f.nullable:
             columns.append(pa.nulls(batch.num_rows, f.type))
         else:
@@ -96,7 +115,7 @@ def read_file(
     start = 0
     with table.file_io.new_input_stream(path) as stream:
         reader = pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
-        present = [c for c in target.names if c in reader.schema_arrow.names]
+        present = _file_columns(target, reader.schema_arrow.names)
         for batch in reader.iter_batches(batch_size=batch_rows, columns=present):
             rows = batch.num_rows
             batch = _aligned(batch, target)
@@ -192,7 +211,7 @@ class FileRows:
             needed = np.unique(groups)
             for stale in [g for g in self._groups if g < needed[0]]:
                 del self._groups[stale]
-            present = [c for c in target.names if c in reader.schema_arrow.names]
+            present = _file_columns(target, reader.schema_arrow.names)
             for group in needed:
                 if int(group) not in self._groups:
                     read = reader.read_row_groups([int(group)], columns=present)

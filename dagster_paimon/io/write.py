@@ -23,7 +23,13 @@ from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
 from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
 from dagster_paimon.io.paths import bucket_file_path
-from dagster_paimon.options import CHANGELOG_FILE_PREFIX, FILE_FORMAT, file_format
+from dagster_paimon.options import (
+    CHANGELOG_FILE_PREFIX,
+    DATA_FILE_THIN_MODE,
+    FILE_FORMAT,
+    file_format,
+    flag,
+)
 from dagster_paimon.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -154,6 +160,13 @@ class RollingWriter:
         self.file_source = file_source
         self.schema = kv_schema(schema)
         self.keys = key_columns(schema)
+        # thin mode (data-file.thin-mode): keys are not stored twice; readers take the values
+        self.thin = flag(schema.options, DATA_FILE_THIN_MODE)
+        self.file_schema = (
+            pa.schema([f for f in self.schema if f.name not in self.keys])
+            if self.thin
+            else self.schema
+        )
         self.key_fields = list(table.trimmed_primary_keys_fields)
         self.stats_fields = list(table.fields) if table.options.metadata_stats_enabled() else []
         self.target_size = table.options.target_file_size(True)
@@ -181,7 +194,7 @@ class RollingWriter:
             options["compression_level"] = self.zstd_level
         writer = pq.ParquetWriter(
             stream,
-            self.schema,
+            self.file_schema,
             compression=self.compression,
             store_decimal_as_integer=True,
             **options,
@@ -223,7 +236,7 @@ class RollingWriter:
 
     def _append(self, f: _OpenFile, batch: pa.RecordBatch) -> None:
         """Write one slice as a row group and fold it into the file's metadata."""
-        f.writer.write_batch(batch)
+        f.writer.write_batch(batch.drop_columns(self.keys) if self.thin else batch)
         f.rows += batch.num_rows
         retracts = pc.is_in(batch.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))
         f.deletes += pc.sum(retracts).as_py() or 0
