@@ -225,3 +225,19 @@ def test_a_crash_midway_leaves_retained_snapshots_readable_and_a_rerun_finishes(
     for refs in ever.values():
         assert not any(exists(p) for p in refs.data - kept_data)
         assert not any(manifest_exists(table, n) for n in refs.metadata - kept_metadata)
+
+
+def test_time_retention_protects_a_snapshot_until_its_successor_is_old_enough(warehouse):
+    """Paimon 2.0's rule (apache/paimon#7706): snapshot N was the table's state until N+1
+    landed, so it may expire only once N+1 is older than snapshot.time-retained."""
+    table = history(warehouse, 5)
+    manager = table.snapshot_manager()
+    times = {i: manager.get_snapshot_by_id(i).time_millis for i in snapshot_ids(table)}
+    assert times[4] - times[3] >= 2, "commits must land at distinct milliseconds"
+    retained = 10_000
+    cutoff = (times[3] + times[4]) // 2  # 1-3 are older than the retention, 4-5 younger
+    overrides = RetentionOverrides(retain_min=1, retain_max=100, time_retained_ms=retained)
+    result = expire_snapshots(table, overrides=overrides, now_ms=cutoff + retained)
+    # by its own age snapshot 3 would go too; its successor 4 is still young
+    assert result.expired_ids == (1, 2)
+    assert snapshot_ids(table) == [3, 4, 5]
