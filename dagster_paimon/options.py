@@ -67,6 +67,7 @@ FORCE_LOOKUP = "force-lookup"
 LOOKUP_COMPACT = "lookup-compact"
 LOOKUP_COMPACT_MAX_INTERVAL = "lookup-compact.max-interval"
 RECORD_LEVEL_EXPIRE_TIME = "record-level.expire-time"
+RECORD_LEVEL_TIME_FIELD = "record-level.time-field"
 
 SNAPSHOT_RETAIN_MIN = "snapshot.num-retained.min"
 SNAPSHOT_RETAIN_MAX = "snapshot.num-retained.max"

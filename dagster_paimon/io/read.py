@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -90,6 +91,14 @@ def _deleted_mask(deleted: np.ndarray, start: int, rows: int) -> np.ndarray:
     return mask
 
 
+@dataclass(frozen=True)
+class RowFilter:
+    """Rows a reader keeps, judged on some columns (record-level expiry)."""
+
+    columns: tuple[str, ...]
+    keep: Callable[[pa.RecordBatch], np.ndarray]
+
+
 def read_file(
     table: FileStoreTable,
     partition: Partition,
@@ -100,17 +109,19 @@ def read_file(
     columns: Sequence[str] | None = None,
     deleted: np.ndarray | None = None,
     position: bool = False,
+    row_filter: RowFilter | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """One data file in bounded batches, in the current KV schema (or `columns` of it).
 
-    Rows at the sorted positions `deleted` (a deletion vector) are skipped; `position` adds
-    each row's position in the file as _POSITION.
+    Rows at the sorted positions `deleted` (a deletion vector) are skipped, and rows
+    `row_filter` rejects; `position` adds each row's position in the file as _POSITION.
     """
     if meta.schema_id != table.table_schema.id:
         _check_evolution(table, meta.schema_id)
-    target = kv_schema(table.table_schema)
-    if columns is not None:
-        target = pa.schema([target.field(c) for c in columns])
+    full = kv_schema(table.table_schema)
+    wanted = list(full.names if columns is None else columns)
+    extra = [c for c in (row_filter.columns if row_filter else ()) if c not in wanted]
+    target = pa.schema([full.field(c) for c in (*wanted, *extra)])
     path = data_file_path(table, partition, bucket, meta)
     start = 0
     with table.file_io.new_input_stream(path) as stream:
@@ -122,10 +133,15 @@ def read_file(
             if position:
                 positions = pa.array(np.arange(start, start + rows, dtype=np.int64))
                 batch = batch.append_column(POSITION, positions)
+            drop = np.zeros(rows, dtype=bool)
             if deleted is not None and len(deleted):
-                mask = _deleted_mask(deleted, start, rows)
-                if mask.any():
-                    batch = batch.filter(pa.array(~mask))
+                drop |= _deleted_mask(deleted, start, rows)
+            if row_filter is not None:
+                drop |= ~row_filter.keep(batch)
+            if drop.any():
+                batch = batch.filter(pa.array(~drop))
+            if extra:
+                batch = batch.drop_columns(extra)
             start += rows
             yield batch
 
@@ -139,15 +155,18 @@ def read_run(
     *,
     deleted: Mapping[str, np.ndarray] | None = None,
     with_level: bool = False,
+    row_filter: RowFilter | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Stream a sorted run file after file in bounded batches, in the current KV schema.
 
-    `deleted` maps file names to their deletion vectors' positions, whose rows are skipped;
-    `with_level` adds each file's level as _LEVEL.
+    `deleted` maps file names to their deletion vectors' positions, whose rows are skipped,
+    as are rows `row_filter` rejects; `with_level` adds each file's level as _LEVEL.
     """
     for meta in files:
         vector = (deleted or {}).get(meta.file_name)
-        for batch in read_file(table, partition, bucket, meta, batch_rows, deleted=vector):
+        for batch in read_file(
+            table, partition, bucket, meta, batch_rows, deleted=vector, row_filter=row_filter
+        ):
             if with_level:
                 levels = pa.array(np.full(batch.num_rows, meta.level, dtype=np.int32))
                 batch = batch.append_column(LEVEL, levels)
@@ -169,10 +188,12 @@ class FileRows:
         meta: DataFileMeta,
         key_columns: Sequence[str],
         deleted: np.ndarray | None,
+        row_filter: RowFilter | None = None,
     ):
         self.table, self.partition, self.bucket, self.meta = table, partition, bucket, meta
         self.key_columns = list(key_columns)
         self.deleted = deleted
+        self.row_filter = row_filter
         self._keys: pa.Table | None = None
         self._groups: dict[int, pa.Table] = {}
 
@@ -189,6 +210,7 @@ class FileRows:
                     columns=self.key_columns,
                     deleted=self.deleted,
                     position=True,
+                    row_filter=self.row_filter,
                 )
             )
             if batches:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import CompactProducer
@@ -22,6 +23,7 @@ from dagster_paimon.lsm.compaction.strategy import (
 from dagster_paimon.lsm.compaction.task import CompactResult
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_levels
 from dagster_paimon.lsm.model.options import CompactionOptions
+from dagster_paimon.lsm.model.record_expiry import RecordLevelExpire
 from dagster_paimon.options import (
     CHANGELOG_PRODUCER,
     DELETION_VECTORS,
@@ -63,11 +65,6 @@ def check_supported(options: CompactionOptions) -> None:
             f"table option '{CHANGELOG_PRODUCER}' is 'full-compaction' on a first-row table: "
             "Paimon supports only 'none' and 'lookup' with the first-row merge engine"
         )
-    if options.record_level_expire_time_ms is not None:
-        raise InvalidOptionError(
-            f"table option '{RECORD_LEVEL_EXPIRE_TIME}' is set: record-level expiry during "
-            "compaction is not supported by dagster-paimon"
-        )
 
 
 def compaction_job_options(options: CompactionOptions) -> CompactionOptions:
@@ -75,8 +72,17 @@ def compaction_job_options(options: CompactionOptions) -> CompactionOptions:
     return replace(options, write_only=False)
 
 
-def plan_bucket(bucket: BucketLevels, options: CompactionOptions, *, full: bool) -> TaskPlan | None:
-    """The task Paimon's compact manager would run for one bucket now, or None."""
+def plan_bucket(
+    bucket: BucketLevels,
+    options: CompactionOptions,
+    *,
+    full: bool,
+    expired: Callable[[DataFileMeta], bool] | None = None,
+) -> TaskPlan | None:
+    """The task Paimon's compact manager would run for one bucket now, or None.
+
+    `expired` tells files record-level expiry must rewrite (RecordLevelExpire.isExpireFile).
+    """
     levels = bucket.levels
     strategy = strategy_from_options(options, restore_files=levels.all_files())
     unit = trigger_compaction(
@@ -85,6 +91,7 @@ def plan_bucket(bucket: BucketLevels, options: CompactionOptions, *, full: bool)
         strategy,
         full,
         options,
+        record_level_expire=expired or False,
         dv_files=set(bucket.deleted_rows()) if options.deletion_vectors_enabled else None,
     )
     if unit is None:
@@ -101,6 +108,7 @@ def plan_bucket(bucket: BucketLevels, options: CompactionOptions, *, full: bool)
         total_buckets=bucket.total_buckets,
         levels=levels,
         dv_index=bucket.dv_index,
+        record_level_expire=expired,
     )
     return None if plan.is_empty else plan
 
@@ -235,7 +243,13 @@ def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPla
     """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted)."""
     options = compaction_job_options(levels.options)
     check_supported(options)
-    tasks = tuple(t for b in levels.buckets if (t := plan_bucket(b, options, full=full)))
+    expire = RecordLevelExpire.for_table(levels.schema) if levels.schema else None
+    expired = (
+        (lambda f: expire.is_expired_file(f, levels.schemas.get)) if expire is not None else None
+    )
+    tasks = tuple(
+        t for b in levels.buckets if (t := plan_bucket(b, options, full=full, expired=expired))
+    )
     log.info(
         "planned %d compaction tasks over %d buckets of %s at snapshot %s",
         len(tasks),
@@ -281,7 +295,13 @@ def compact_table(
     """Plan (Paimon's pick per bucket, or full) and, unless dry_run, run and commit it."""
     return run_planned(
         lambda: plan_compaction(
-            read_levels(table, partition=partition, with_stats=not dry_run), full=full
+            read_levels(
+                table,
+                partition=partition,
+                # record-level expiry judges files by their statistics, even in a dry run
+                with_stats=not dry_run or RECORD_LEVEL_EXPIRE_TIME in table.table_schema.options,
+            ),
+            full=full,
         ),
         lambda plan: execute_compaction(table, ref, plan, executor),
         dry_run=dry_run,

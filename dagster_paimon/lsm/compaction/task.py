@@ -19,7 +19,13 @@ from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.io.index import BucketVectors
 from dagster_paimon.io.kv import key_columns
 from dagster_paimon.io.paths import delete_data_files
-from dagster_paimon.io.read import FileRows, count_retracts, read_run, run_batch_rows
+from dagster_paimon.io.read import (
+    FileRows,
+    RowFilter,
+    count_retracts,
+    read_run,
+    run_batch_rows,
+)
 from dagster_paimon.io.vectors import positions_of
 from dagster_paimon.io.write import (
     APPEND_FILE_SOURCE,
@@ -38,6 +44,7 @@ from dagster_paimon.lsm.merge.wrappers import (
     FullChangelogMerge,
     LookupMerge,
 )
+from dagster_paimon.lsm.model.record_expiry import RecordLevelExpire
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +77,10 @@ class _TaskRun:
         self.engine = MergeEngine.for_table(schema)
         self.keys = key_columns(schema)
         self.rule = ChangelogRule.for_table(schema)
+        expire = RecordLevelExpire.for_table(schema)
+        self.row_filter = (
+            RowFilter((expire.field_name,), expire.keep) if expire is not None else None
+        )
         rewriter = plan.rewriter
         self.vectors = (
             BucketVectors.restore(table, plan.partition, plan.bucket, plan.dv_index)
@@ -91,8 +102,16 @@ class _TaskRun:
     def _open(self, meta: DataFileMeta) -> FileRows:
         """A file above the output, opened for lookups with its deletion vector applied."""
         plan = self.plan
+        # first-row lookups read keys without expiry, as Java's separate reader does
+        row_filter = None if plan.rewriter.first_row else self.row_filter
         return FileRows(
-            self.table, plan.partition, plan.bucket, meta, self.keys, self._deleted(meta.file_name)
+            self.table,
+            plan.partition,
+            plan.bucket,
+            meta,
+            self.keys,
+            self._deleted(meta.file_name),
+            row_filter,
         )
 
     def _slice_merge(
@@ -153,6 +172,7 @@ class _TaskRun:
                         if (d := self._deleted(f.file_name)) is not None
                     },
                     with_level=slice_merge is not None,
+                    row_filter=self.row_filter,
                 )
                 for r in section
             ]

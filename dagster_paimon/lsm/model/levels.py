@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.conflicts import sorted_run_files
@@ -101,6 +102,12 @@ class TableLevels:
     snapshot_id: int | None
     options: CompactionOptions
     buckets: list[BucketLevels]
+    schemas: Mapping[int, TableSchema] = field(default_factory=dict)
+
+    @property
+    def schema(self) -> TableSchema | None:
+        """The table's current schema."""
+        return self.schemas[max(self.schemas)] if self.schemas else None
 
     def health(self) -> TableHealth:
         """Per-bucket metrics and their table-level summary."""
@@ -144,4 +151,9 @@ def read_levels(
         )
     ]
     name = str(table.identifier.get_full_name())
-    return TableLevels(name, snapshot.id if snapshot else None, options, buckets)
+    schemas = {table.table_schema.id: table.table_schema}
+    for b in buckets:
+        for f in b.levels.all_files():
+            if f.schema_id not in schemas:
+                schemas[f.schema_id] = table.schema_manager.get_schema(f.schema_id)
+    return TableLevels(name, snapshot.id if snapshot else None, options, buckets, schemas)
