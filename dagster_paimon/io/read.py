@@ -35,52 +35,68 @@ def run_batch_rows(runs: int) -> int:
     return max(MIN_RUN_BATCH_ROWS, READ_BUFFER_ROWS // max(1, runs))
 
 
-def _source(name: str, present: Sequence[str]) -> str:
-    """The file column a target column is read from: a thin-mode file (data-file.thin-mode) has
-    no _KEY_ columns, and Paimon's readers take each key from its value column."""
+Sources = Mapping[str, str | None]
+
+
+def file_sources(table: FileStoreTable, schema_id: int) -> Sources:
+    """Per column of the current KV layout, the column holding it in files of `schema_id`.
+
+    Fields are matched by id, as Paimon's readers do: a renamed column is read under its old
+    name, a dropped one is not read, one added since (even under an old name) is absent (None).
+    """
+    current = table.table_schema
+    if schema_id == current.id:
+        return {}
+    old: TableSchema | None = table.schema_manager.get_schema(schema_id)
+    if old is None:
+        raise SchemaMismatchError(f"schema {schema_id} of {table.identifier} is missing")
+    names = {f.id: f.name for f in old.fields}
+    sources: dict[str, str | None] = {}
+    for f in current.fields:
+        before = names.get(f.id)
+        sources[f.name] = before
+        sources[KEY_PREFIX + f.name] = None if before is None else KEY_PREFIX + before
+    return sources
+
+
+def _source(name: str, present: Sequence[str], sources: Sources) -> str | None:
+    """The file column a target column is read from, or None when the file cannot hold it.
+
+    A thin-mode file (data-file.thin-mode) has no _KEY_ columns: Paimon's readers take each
+    key from its value column.
+    """
+    name = sources.get(name, name)
+    if name is None:
+        return None
     if name not in present and name.startswith(KEY_PREFIX):
         value = name[len(KEY_PREFIX) :]
         if value in present:
             return value
-    return name
+    return name if name in present else None
 
 
-def _file_columns(target: pa.Schema, present: Sequence[str]) -> list[str]:
+def _file_columns(target: pa.Schema, present: Sequence[str], sources: Sources) -> list[str]:
     """The file's columns a read of `target` needs, each once."""
-    return list(dict.fromkeys(c for f in target if (c := _source(f.name, present)) in present))
+    found = (_source(f.name, present, sources) for f in target)
+    return list(dict.fromkeys(c for c in found if c is not None))
 
 
-def _aligned(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """A file's batch in the table's current KV schema: thin-mode keys from their values,
-    missing columns as nulls, types cast."""
-    if batch.schema.equals(target):
+def _aligned(batch: pa.RecordBatch, target: pa.Schema, sources: Sources) -> pa.RecordBatch:
+    """A file's batch in the table's current KV schema: columns found by field id (thin-mode
+    keys from their values), missing ones as nulls, types cast (widened)."""
+    if not sources and batch.schema.equals(target):
         return batch
     columns = []
     names = batch.schema.names
     for f in target:
-        source = _source(f.name, names)
-        if source in names:
+        source = _source(f.name, names, sources)
+        if source is not None:
             columns.append(batch.column(source).cast(f.type))
         elif f.nullable:
             columns.append(pa.nulls(batch.num_rows, f.type))
         else:
             raise SchemaMismatchError(f"data file lacks required column {f.name!r}")
     return pa.RecordBatch.from_arrays(columns, schema=target)
-
-
-def _check_evolution(table: FileStoreTable, schema_id: int) -> None:
-    """Only additive schema changes can be aligned by name; renames and drops cannot."""
-    old: TableSchema | None = table.schema_manager.get_schema(schema_id)
-    if old is None:
-        raise SchemaMismatchError(f"schema {schema_id} of {table.identifier} is missing")
-    current = {f.id: f.name for f in table.table_schema.fields}
-    renamed = [f.name for f in old.fields if current.get(f.id, f.name) != f.name]
-    dropped = [f.name for f in old.fields if f.id not in current]
-    if renamed or dropped:
-        raise SchemaMismatchError(
-            f"files of schema {schema_id} have renamed {renamed} or dropped {dropped} columns; "
-            "compaction only aligns files across added columns"
-        )
 
 
 def _deleted_mask(deleted: np.ndarray, start: int, rows: int) -> np.ndarray:
@@ -116,8 +132,7 @@ def read_file(
     Rows at the sorted positions `deleted` (a deletion vector) are skipped, and rows
     `row_filter` rejects; `position` adds each row's position in the file as _POSITION.
     """
-    if meta.schema_id != table.table_schema.id:
-        _check_evolution(table, meta.schema_id)
+    sources = file_sources(table, meta.schema_id)
     full = kv_schema(table.table_schema)
     wanted = list(full.names if columns is None else columns)
     extra = [c for c in (row_filter.columns if row_filter else ()) if c not in wanted]
@@ -126,10 +141,10 @@ def read_file(
     start = 0
     with table.file_io.new_input_stream(path) as stream:
         reader = pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
-        present = _file_columns(target, reader.schema_arrow.names)
+        present = _file_columns(target, reader.schema_arrow.names, sources)
         for batch in reader.iter_batches(batch_size=batch_rows, columns=present):
             rows = batch.num_rows
-            batch = _aligned(batch, target)
+            batch = _aligned(batch, target, sources)
             if position:
                 positions = pa.array(np.arange(start, start + rows, dtype=np.int64))
                 batch = batch.append_column(POSITION, positions)
@@ -233,11 +248,12 @@ class FileRows:
             needed = np.unique(groups)
             for stale in [g for g in self._groups if g < needed[0]]:
                 del self._groups[stale]
-            present = _file_columns(target, reader.schema_arrow.names)
+            sources = file_sources(self.table, self.meta.schema_id)
+            present = _file_columns(target, reader.schema_arrow.names, sources)
             for group in needed:
                 if int(group) not in self._groups:
                     read = reader.read_row_groups([int(group)], columns=present)
-                    batches = [_aligned(b, target) for b in read.to_batches()]
+                    batches = [_aligned(b, target, sources) for b in read.to_batches()]
                     self._groups[int(group)] = pa.Table.from_batches(batches, schema=target)
         offsets = np.zeros(len(needed), dtype=np.int64)
         offsets[1:] = np.cumsum([self._groups[int(g)].num_rows for g in needed])[:-1]
