@@ -25,9 +25,11 @@ from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_leve
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.record_expiry import RecordLevelExpire
 from dagster_paimon.options import (
+    BUCKET,
     CHANGELOG_PRODUCER,
     DELETION_VECTORS,
     FIRST_ROW,
+    POSTPONE_BUCKET,
     RECORD_LEVEL_EXPIRE_TIME,
 )
 from dagster_paimon.results import Metrics, run_planned
@@ -243,6 +245,14 @@ def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPla
     """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted)."""
     options = compaction_job_options(levels.options)
     check_supported(options)
+    postponed = [b for b in levels.buckets if b.bucket == POSTPONE_BUCKET]
+    if postponed:
+        raise InvalidOptionError(
+            f"{levels.table} has postpone-bucket files (table option '{BUCKET}' = "
+            f"{POSTPONE_BUCKET}) in {len(postponed)} partitions: moving them into real buckets "
+            "is not supported by dagster-paimon yet, and compacting them in place would leave "
+            "their rows invisible; nothing was changed"
+        )
     expire = RecordLevelExpire.for_table(levels.schema) if levels.schema else None
     expired = (
         (lambda f: expire.is_expired_file(f, levels.schemas.get)) if expire is not None else None
