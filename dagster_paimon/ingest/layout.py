@@ -11,8 +11,8 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
 from dagster_paimon.ingest.bucket import fixed_bucket_count
+from dagster_paimon.io.formats import check_writable_format
 from dagster_paimon.io.kv import value_schema
-from dagster_paimon.io.write import check_writable_format
 from dagster_paimon.options import CHANGELOG_PRODUCER, ROWKIND_FIELD, changelog_producer
 
 ROW_KIND_COLUMN = "_row_kind"
@@ -189,4 +189,4 @@ def check_writable(table: FileStoreTable) -> None:
             f"table option '{CHANGELOG_PRODUCER}' is 'input': every write would also have to "
             "produce changelog files, which dagster-paimon's ingest does not write"
         )
-    check_writable_format(table.table_schema.options)
+    check_writable_format(table.table_schema)

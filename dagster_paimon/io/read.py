@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import SchemaMismatchError
+from dagster_paimon.io.formats import open_reader
 from dagster_paimon.io.kv import (
     DELETE,
     KEY_PREFIX,
@@ -26,7 +26,6 @@ from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.partition import Partition
 
 READ_BUFFER_ROWS = 1 << 17
-READ_BUFFER_BYTES = 1 << 20
 MIN_RUN_BATCH_ROWS = 1024
 
 
@@ -140,9 +139,9 @@ def read_file(
     path = data_file_path(table, partition, bucket, meta)
     start = 0
     with table.file_io.new_input_stream(path) as stream:
-        reader = pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
-        present = _file_columns(target, reader.schema_arrow.names, sources)
-        for batch in reader.iter_batches(batch_size=batch_rows, columns=present):
+        reader = open_reader(stream, meta.file_name)
+        present = _file_columns(target, reader.names, sources)
+        for batch in reader.batches(batch_rows, present):
             rows = batch.num_rows
             batch = _aligned(batch, target, sources)
             if position:
@@ -211,6 +210,7 @@ class FileRows:
         self.row_filter = row_filter
         self._keys: pa.Table | None = None
         self._groups: dict[int, pa.Table] = {}
+        self._group_rows: list[int] | None = None
 
     def keys(self) -> pa.Table:
         """Key columns and _POSITION of every row no deletion vector marks, in key order."""
@@ -241,18 +241,20 @@ class FileRows:
         target = kv_schema(self.table.table_schema)
         path = data_file_path(self.table, self.partition, self.bucket, self.meta)
         with self.table.file_io.new_input_stream(path) as stream:
-            reader = pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
-            counts = [reader.metadata.row_group(i).num_rows for i in range(reader.num_row_groups)]
+            reader = open_reader(stream, self.meta.file_name)
+            if self._group_rows is None:
+                self._group_rows = reader.group_rows()
+            counts = self._group_rows
             starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
             groups = np.searchsorted(starts, positions, side="right") - 1
             needed = np.unique(groups)
             for stale in [g for g in self._groups if g < needed[0]]:
                 del self._groups[stale]
             sources = file_sources(self.table, self.meta.schema_id)
-            present = _file_columns(target, reader.schema_arrow.names, sources)
+            present = _file_columns(target, reader.names, sources)
             for group in needed:
                 if int(group) not in self._groups:
-                    read = reader.read_row_groups([int(group)], columns=present)
+                    read = reader.read_group(int(group), present)
                     batches = [_aligned(b, target, sources) for b in read.to_batches()]
                     self._groups[int(group)] = pa.Table.from_batches(batches, schema=target)
         offsets = np.zeros(len(needed), dtype=np.int64)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pypaimon.data.timestamp import Timestamp
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.manifest.schema.simple_stats import SimpleStats
@@ -19,14 +18,13 @@ from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.writer.parquet_writer_options import create_parquet_writer_options
 
-from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
+from dagster_paimon.io.formats import FileWriter, check_writable_format, open_writer
 from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
 from dagster_paimon.io.paths import bucket_file_path
 from dagster_paimon.options import (
     CHANGELOG_FILE_PREFIX,
     DATA_FILE_THIN_MODE,
-    FILE_FORMAT,
     file_format,
     flag,
 )
@@ -39,16 +37,6 @@ COMPACT_FILE_SOURCE = 1
 
 
 T = TypeVar("T", covariant=True)
-
-
-def check_writable_format(options: Mapping[str, str]) -> None:
-    """We write parquet data files; a table of another format is refused before any write."""
-    fmt = file_format(options)
-    if fmt != "parquet":
-        raise InvalidOptionError(
-            f"table option '{FILE_FORMAT}' is {fmt!r}: dagster-paimon writes parquet data "
-            "files only"
-        )
 
 
 class BatchWriter(Protocol[T]):
@@ -123,7 +111,7 @@ class _OpenFile:
     name: str
     path: str
     stream: object
-    writer: pq.ParquetWriter
+    writer: FileWriter
     key_stats: _Stats
     value_stats: _Stats | None
     rows: int = 0
@@ -152,7 +140,8 @@ class RollingWriter:
         changelog: bool = False,
     ):
         schema = table.table_schema
-        check_writable_format(schema.options)
+        check_writable_format(schema)
+        self.format = file_format(schema.options)
         self.table = table
         self.partition = partition
         self.bucket = bucket
@@ -185,20 +174,14 @@ class RollingWriter:
 
     def _open(self) -> _OpenFile:
         """Start the next file of this writer."""
-        name = f"{self.prefix}{len(self.written)}.parquet"
+        name = f"{self.prefix}{len(self.written)}.{self.format}"
         path = bucket_file_path(self.table, self.partition, self.bucket, name)
         self._pending_paths.append(path)
         stream = self.table.file_io.new_output_stream(path)
         options = dict(self.parquet_options)
         if str(self.compression).lower() == "zstd":
             options["compression_level"] = self.zstd_level
-        writer = pq.ParquetWriter(
-            stream,
-            self.file_schema,
-            compression=self.compression,
-            store_decimal_as_integer=True,
-            **options,
-        )
+        writer = open_writer(stream, self.file_schema, self.format, self.compression, options)
         value_names = [f.name for f in self.stats_fields]
         return _OpenFile(
             name,

@@ -1,0 +1,162 @@
+"""Data file formats: Parquet and ORC, read in bounded batches and written by pyarrow.
+
+A file's format is its extension (a table may hold files of a format it no longer writes);
+the table's `file.format` decides what is written. Avro data files and ORC columns pyarrow
+cannot write (TIME) are refused before anything is read or written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+from pypaimon.schema.table_schema import TableSchema
+
+from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.options import FILE_FORMAT, file_format
+
+PARQUET, ORC = "parquet", "orc"
+WRITABLE = (PARQUET, ORC)
+READ_BUFFER_BYTES = 1 << 20
+
+
+def format_of(file_name: str) -> str:
+    """A data file's format, from its extension; Avro and unknown ones are refused."""
+    extension = file_name.rsplit(".", 1)[-1].lower()
+    if extension in WRITABLE:
+        return extension
+    raise InvalidOptionError(
+        f"data file {file_name} is {extension!r}: dagster-paimon reads parquet and orc data "
+        "files only"
+    )
+
+
+def check_writable_format(schema: TableSchema) -> None:
+    """The table's `file.format` is one we write, for every column type it has."""
+    fmt = file_format(schema.options)
+    if fmt not in WRITABLE:
+        raise InvalidOptionError(
+            f"table option '{FILE_FORMAT}' is {fmt!r}: dagster-paimon writes parquet and orc "
+            "data files only"
+        )
+    if fmt == ORC:
+        times = [f.name for f in schema.fields if str(f.type).upper().startswith("TIME(")]
+        if times:
+            raise InvalidOptionError(
+                f"table option '{FILE_FORMAT}' is 'orc' and columns {times} are TIME: pyarrow "
+                "cannot write them as Paimon's ORC writer does (int milliseconds)"
+            )
+
+
+class FileReader(Protocol):
+    """One data file open for reading."""
+
+    names: list[str]
+
+    def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        """Every row in order, in batches of at most batch_rows."""
+        ...
+
+    def group_rows(self) -> list[int]:
+        """Rows of each independently readable group (row group, stripe)."""
+        ...
+
+    def read_group(self, index: int, columns: Sequence[str]) -> pa.Table:
+        """One group's rows."""
+        ...
+
+
+class _Parquet:
+    """A Parquet file: row groups."""
+
+    def __init__(self, stream: Any):
+        self.file = pq.ParquetFile(stream, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
+        self.names = self.file.schema_arrow.names
+
+    def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        """Row groups streamed in batches."""
+        yield from self.file.iter_batches(batch_size=batch_rows, columns=list(columns))
+
+    def group_rows(self) -> list[int]:
+        """Rows per row group."""
+        meta = self.file.metadata
+        return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+    def read_group(self, index: int, columns: Sequence[str]) -> pa.Table:
+        """One row group."""
+        return self.file.read_row_groups([index], columns=list(columns))
+
+
+class _Orc:
+    """An ORC file: stripes."""
+
+    def __init__(self, stream: Any):
+        self.file = orc.ORCFile(stream)
+        self.names = self.file.schema.names
+
+    def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        """Stripes, sliced into batches."""
+        for i in range(self.file.nstripes):
+            stripe = self.file.read_stripe(i, columns=list(columns))
+            for offset in range(0, stripe.num_rows, batch_rows):
+                yield stripe.slice(offset, batch_rows)
+
+    def group_rows(self) -> list[int]:
+        """Rows per stripe (read with one column)."""
+        first = self.names[:1]
+        return [self.file.read_stripe(i, columns=first).num_rows for i in range(self.file.nstripes)]
+
+    def read_group(self, index: int, columns: Sequence[str]) -> pa.Table:
+        """One stripe."""
+        return pa.Table.from_batches([self.file.read_stripe(index, columns=list(columns))])
+
+
+def open_reader(stream: Any, file_name: str) -> FileReader:
+    """A reader of a data file by its format."""
+    return _Orc(stream) if format_of(file_name) == ORC else _Parquet(stream)
+
+
+class FileWriter(Protocol):
+    """One data file being written."""
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Append rows."""
+        ...
+
+    def close(self) -> None:
+        """Finish the file (the stream stays open)."""
+        ...
+
+
+class _OrcWriter:
+    """pyarrow's ORC writer behind the writer protocol."""
+
+    def __init__(self, stream: Any, compression: str):
+        self.writer = orc.ORCWriter(stream, compression=compression)
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Append rows as a table."""
+        self.writer.write(pa.Table.from_batches([batch]))
+
+    def close(self) -> None:
+        """Write the footer."""
+        self.writer.close()
+
+
+def open_writer(
+    stream: Any,
+    schema: pa.Schema,
+    fmt: str,
+    compression: str,
+    parquet_options: Mapping[str, Any],
+) -> FileWriter:
+    """A writer of the table's format."""
+    if fmt == ORC:
+        name = str(compression).lower()
+        return _OrcWriter(stream, "uncompressed" if name == "none" else name)
+    return pq.ParquetWriter(
+        stream, schema, compression=compression, store_decimal_as_integer=True, **parquet_options
+    )
