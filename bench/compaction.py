@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from dagster_paimon.io.formats import open_reader
 from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableSpec, create_table, open_table
@@ -54,13 +55,20 @@ def lineitem(scale: float, cache: Path) -> Path:
     return path
 
 
-def build(warehouse: str, source: Path, rows: int, batches: int, bucket: int) -> None:
+def build(
+    warehouse: str,
+    source: Path,
+    rows: int,
+    batches: int,
+    bucket: int,
+    options: dict[str, str] | None = None,
+) -> None:
     """Overlapping upsert batches: each re-writes half the previous batch's keys with new values."""
     raw = pq.ParquetFile(source).read().slice(0, rows)
     plain = pa.schema([pa.field(f.name, f.type, nullable=f.nullable) for f in raw.schema])
     data = raw.cast(plain)
     spec = TableSpec(
-        "bench", "lineitem", data.schema, ("l_orderkey", "l_linenumber"), bucket, (), {}
+        "bench", "lineitem", data.schema, ("l_orderkey", "l_linenumber"), bucket, (), options or {}
     )
     table = create_table(warehouse, spec)
     step = rows // batches
@@ -129,17 +137,18 @@ def floor(files: list[tuple[str, int]], target: str) -> float:
     t0 = time.perf_counter()
     writer = None
     for path, _ in files:
-        reader = pq.ParquetFile(path)
-        for batch in reader.iter_batches(batch_size=64 * 1024):
-            if writer is None:
-                writer = pq.ParquetWriter(
-                    target,
-                    batch.schema,
-                    compression="zstd",
-                    compression_level=1,
-                    store_decimal_as_integer=True,
-                )
-            writer.write_batch(batch)
+        with open(path, "rb") as stream:
+            reader = open_reader(stream, path)
+            for batch in reader.batches(64 * 1024, reader.names):
+                if writer is None:
+                    writer = pq.ParquetWriter(
+                        target,
+                        batch.schema,
+                        compression="zstd",
+                        compression_level=1,
+                        store_decimal_as_integer=True,
+                    )
+                writer.write_batch(batch)
     if writer is not None:
         writer.close()
     return time.perf_counter() - t0
@@ -192,6 +201,12 @@ def main() -> None:
     parser.add_argument("--bucket", type=int, default=1)
     parser.add_argument("--keep", help="reuse/keep the warehouse (and TPC-H data) here")
     parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        help="table option KEY=VALUE, e.g. file.format=orc or data-file.thin-mode=true",
+    )
+    parser.add_argument(
         "--ingest",
         choices=("pypaimon", "spark"),
         default="pypaimon",
@@ -208,7 +223,8 @@ def main() -> None:
             if args.ingest == "spark":
                 build_with_spark(warehouse, source, args.batches, args.bucket)
             else:
-                build(warehouse, source, args.rows, args.batches, args.bucket)
+                options = dict(o.split("=", 1) for o in args.option)
+                build(warehouse, source, args.rows, args.batches, args.bucket, options)
             shutil.copytree(warehouse, pristine)
         else:
             shutil.rmtree(warehouse, ignore_errors=True)
