@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import math
+import queue
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -55,11 +57,45 @@ class BatchWriter(Protocol[T]):
         ...
 
 
+PIPELINE_DEPTH = 2
+
+
 def write_all(writer: BatchWriter[T], batches: Iterable[pa.RecordBatch]) -> T:
-    """Write every batch and finish; on any failure the writer removes what it wrote."""
+    """Write every batch and finish; on any failure the writer removes what it wrote.
+
+    Producing the batches (reading, merging) overlaps with encoding and compressing them: one
+    writer thread takes them through a queue at most PIPELINE_DEPTH batches deep (Arrow
+    releases the GIL on both sides).
+    """
+    pending: queue.Queue[pa.RecordBatch | None] = queue.Queue(maxsize=PIPELINE_DEPTH)
+    failure: list[BaseException] = []
+
+    def consume() -> None:
+        while (batch := pending.get()) is not None:
+            if failure:
+                continue
+            try:
+                writer.write(batch)
+            except BaseException as e:  # re-raised by the producing thread
+                failure.append(e)
+
+    thread = threading.Thread(target=consume, name="data-file-writer", daemon=True)
+    thread.start()
     try:
         for batch in batches:
-            writer.write(batch)
+            if failure:
+                break
+            pending.put(batch)
+    except BaseException:
+        pending.put(None)
+        thread.join()
+        writer.abort()
+        raise
+    pending.put(None)
+    thread.join()
+    try:
+        if failure:
+            raise failure[0]
         return writer.finish()
     except BaseException:
         writer.abort()
