@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pyarrow as pa
 import pytest
 
 from dagster_paimon.commit.producers import CompactProducer
@@ -13,9 +14,9 @@ from dagster_paimon.lsm.compaction.compact import plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef
-from tests.conftest import data_files_on_disk
+from tests.conftest import data_files_on_disk, write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
-from tests.lsm.tables import KEY, cdc_table, compact, write_history
+from tests.lsm.tables import DAYS, KEY, SCHEMA, cdc_table, compact, write_history
 
 
 def expected(model: dict) -> list[dict]:
@@ -148,3 +149,40 @@ def test_a_lost_snapshot_race_is_retried_against_the_new_latest(warehouse):
     assert outcome.attempts == 2
     assert outcome.snapshot.id == 6
     assert sorted_rows(read_rows(table), KEY) == expected(model)
+
+
+def test_vectors_changed_by_another_writer_since_planning_are_a_conflict(warehouse):
+    """Our new index would drop the other writer's deletions: refuse, remove our files."""
+    from dagster_paimon.commit.changes import BucketChange
+    from dagster_paimon.io.index import BucketVectors
+    from dagster_paimon.lsm.compaction.compact import execute_compaction
+
+    table = cdc_table(warehouse, **{"deletion-vectors.enabled": "true"})
+    base = [
+        {"dt": dt, "id": key, "name": "base", "amount": 0.0, "op": "+I"}
+        for dt in DAYS
+        for key in range(1000)
+    ]
+    write_with_pypaimon(table, pa.Table.from_pylist(base, schema=SCHEMA))
+    compact(table, warehouse, full=True)
+    write_history(table, 2, seed=11)
+    plan = plan_compaction(read_levels(table, with_stats=True))
+    task = plan.tasks[0]
+    assert task.uses_lookup  # it will mark rows of the top level in this bucket's vectors
+    before_files = data_files_on_disk(table)
+
+    vectors = BucketVectors.restore(table, task.partition, task.bucket, task.dv_index)
+    vectors.modified = True  # another writer rewrote this bucket's vectors meanwhile
+    index = vectors.write(table, task.partition, task.bucket)
+    base = task.dv_index.file_name if task.dv_index else None
+    other = BucketChange(
+        task.partition, task.bucket, task.total_buckets, index=index, base_index=base
+    )
+    CompactProducer(table, [other]).commit()
+    latest = table.snapshot_manager().get_latest_snapshot().id
+
+    with pytest.raises(CommitConflictError, match="deletion vectors of bucket"):
+        execute_compaction(table, TableRef(warehouse, "db.cdc"), plan, LocalExecutor())
+    assert table.snapshot_manager().get_latest_snapshot().id == latest
+    assert data_files_on_disk(table) == before_files
+    assert sorted_rows(read_rows(table), KEY) == sorted_rows(read_rows(table, latest - 1), KEY)
