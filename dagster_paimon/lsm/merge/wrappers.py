@@ -83,9 +83,9 @@ def _lowest_high_level(grouped: _Grouped) -> np.ndarray:
     return np.where(lowest == _NO_LEVEL, 0, lowest)
 
 
-def _lookup_merged(grouped: _Grouped) -> np.ndarray:
-    """Records LookupMergeFunction merges: level 0 and each key's lowest record above it."""
-    lowest = _lowest_high_level(grouped)
+def _lookup_merged(grouped: _Grouped, lowest: np.ndarray) -> np.ndarray:
+    """Records LookupMergeFunction merges: level 0 and each key's lowest record above it
+    (`lowest`, per key, from _lowest_high_level)."""
     return (grouped.levels <= 0) | (grouped.levels == lowest[grouped.key_id])
 
 
@@ -227,7 +227,7 @@ class LookupMerge:
         """Merge one slice; changelog to the sink; the records to write."""
         grouped = _grouped(piece, self.engine, self.keys)
         lowest = _lowest_high_level(grouped)
-        keep = _lookup_merged(grouped)
+        keep = _lookup_merged(grouped, lowest)
         table = grouped.table if keep.all() else grouped.table.filter(pa.array(keep))
         before = grouped.table.filter(pa.array(keep & (grouped.levels > 0)))
         missing = np.flatnonzero(lowest == 0)
@@ -323,7 +323,8 @@ class FullChangelogMerge:
         grouped = _grouped(piece, self.engine, self.keys)
         table = grouped.table
         if self.lookup_merge:
-            table = table.filter(pa.array(_lookup_merged(grouped)))
+            keep = _lookup_merged(grouped, _lowest_high_level(grouped))
+            table = table.filter(pa.array(keep))
         top = grouped.table.filter(pa.array(grouped.levels == self.max_level))
         result = merge_slice(table, self.engine, self.keys, drop_delete=False)
         sizes = np.diff(np.append(grouped.starts, len(grouped.key_id)))
