@@ -65,9 +65,9 @@ def load_snapshot(table, snapshot_id: int) -> Snapshot:
 
 
 def _bucket_dir(table, partition_values: Iterable, bucket: int) -> str:
-    """`k=v/.../bucket-N`, the layout of a local fixed-bucket table."""
+    """`k=v/.../bucket-N` (`bucket-postpone` for bucket -2), the layout of a local table."""
     parts = [f"{k}={v}" for k, v in zip(table.partition_keys, partition_values, strict=True)]
-    return "/".join([*parts, f"bucket-{bucket}"])
+    return "/".join([*parts, "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"])
 
 
 def snapshot_references(table, snapshot: Snapshot) -> set[str]:

@@ -350,3 +350,65 @@ def test_deletion_vector_compaction_crash(failpoint, dv_template, zygote, tmp_pa
     cleaned = zygote.run("remove-orphans", str(warehouse), {})
     assert cleaned.returncode == 0, cleaned.describe()
     assert unreferenced_files(fresh_table(warehouse)) == set()
+
+
+POSTPONE_STEPS = (fp.DATA_FILE_WRITTEN, *COMMIT_STEPS, fp.AFTER_SNAPSHOT)
+
+
+@pytest.fixture(scope="module")
+def postpone_template(tmp_path_factory) -> DvTemplate:
+    """A postpone-bucket table: rows parked by three pypaimon commits, none visible yet."""
+    warehouse = tmp_path_factory.mktemp("postpone") / "warehouse"
+    warehouse.mkdir()
+    table = create_table(
+        str(warehouse), orders_spec(bucket=-2, **{"postpone.default-bucket-num": "2"})
+    )
+    model: dict = {}
+    for commit in range(3):
+        write_with_pypaimon(table, orders_batch(commit))
+        _apply(model, orders_batch(commit).to_pylist())
+    assert rows_by_key(fresh_table(warehouse), KEY) == {}
+    return DvTemplate(warehouse, {}, model)
+
+
+@pytest.mark.parametrize("failpoint", POSTPONE_STEPS)
+def test_postpone_move_crash(failpoint, postpone_template, zygote, tmp_path):
+    """A postpone compaction killed at each step leaves the rows parked; a rerun moves them."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(postpone_template.warehouse, warehouse)
+    crashed = zygote.run("compact", str(warehouse), {"full": False}, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+
+    landed = failpoint == fp.AFTER_SNAPSHOT
+    expected = postpone_template.written if landed else postpone_template.visible
+    assert rows_by_key(fresh_table(warehouse), KEY) == expected
+
+    rerun = zygote.run("compact", str(warehouse), {"full": False})
+    assert rerun.returncode == 0, rerun.describe()
+    assert rows_by_key(fresh_table(warehouse), KEY) == postpone_template.written
+    cleaned = zygote.run("remove-orphans", str(warehouse), {})
+    assert cleaned.returncode == 0, cleaned.describe()
+    assert unreferenced_files(fresh_table(warehouse)) == set()
+
+
+@pytest.mark.parametrize("failpoint", (fp.INDEX_FILE_WRITTEN, fp.BEFORE_SNAPSHOT))
+def test_dynamic_bucket_ingest_crash(failpoint, zygote, tmp_path):
+    """A dynamic-bucket ingest killed after writing a HASH file or before its snapshot changes
+    nothing; a rerun lands, and orphan removal leaves only referenced files."""
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    table = create_table(str(warehouse), orders_spec(bucket=-1))
+    write_with_pypaimon(table, orders_batch(0))
+    before = rows_by_key(fresh_table(warehouse), KEY)
+    rows = orders_batch(1).to_pylist()
+    crashed = zygote.run("ingest", str(warehouse), {"rows": rows}, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+    assert rows_by_key(fresh_table(warehouse), KEY) == before
+    rerun = zygote.run("ingest", str(warehouse), {"rows": rows})
+    assert rerun.returncode == 0, rerun.describe()
+    expected = dict(before)
+    _apply(expected, rows)
+    assert rows_by_key(fresh_table(warehouse), KEY) == expected
+    cleaned = zygote.run("remove-orphans", str(warehouse), {})
+    assert cleaned.returncode == 0, cleaned.describe()
+    assert unreferenced_files(fresh_table(warehouse)) == set()

@@ -30,6 +30,7 @@ ENGINE = {
         "lsm.model",
         "lsm.merge",
         "lsm.compaction",
+        "ingest",  # postpone moves write level-0 files as a writer does
     },
     "ingest": {"base", "storage", "table", "io", "commit", "lsm.model", "lsm.merge", "ingest"},
     "maintenance": {"base", "storage", "table", "io", "commit", "maintenance"},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cmp_to_key
 from itertools import pairwise
 
@@ -14,6 +14,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 
 from dagster_paimon.commit.state import ADD, DELETE, entry_identifier
 from dagster_paimon.errors import CommitConflictError, CorruptMetadataError
+from dagster_paimon.partition import Partition
 
 BucketKey = tuple[tuple, int]
 
@@ -81,3 +82,23 @@ def check_key_ranges(buckets: dict[BucketKey, list[DataFileMeta]]) -> None:
                     f"committing would overlap keys in bucket {bucket} of partition "
                     f"{list(partition)}: {err}"
                 ) from err
+
+
+def check_sequences_after(
+    live: Iterable[ManifestEntry], first_sequences: Mapping[tuple[Partition, int], int], what: str
+) -> None:
+    """No other writer added sequence numbers at or above where our new level-0 files start.
+
+    Two writers numbering one bucket from the same maximum interleave their records, which
+    Paimon's sequence order cannot express; `what` names our operation in the error.
+    """
+    for e in live:
+        first = first_sequences.get((Partition(tuple(e.partition.values)), e.bucket))
+        if first is not None and e.file.max_sequence_number >= first:
+            raise CommitConflictError(
+                f"bucket {e.bucket} of partition {list(e.partition.values)} got file "
+                f"{e.file.file_name} with sequence numbers up to "
+                f"{e.file.max_sequence_number} from another writer since this {what} "
+                f"started (its own start at {first}); nothing was committed, run the "
+                f"{what} again"
+            )

@@ -5,20 +5,49 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import ClassVar, Protocol
 
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange, discard_all
-from dagster_paimon.commit.conflicts import apply_entries, check_key_ranges
+from dagster_paimon.commit.conflicts import (
+    apply_entries,
+    check_key_ranges,
+    check_sequences_after,
+)
 from dagster_paimon.commit.producer import SnapshotProducer
 from dagster_paimon.commit.state import APPEND, COMPACT, DELETE, OVERWRITE, entry_identifier
 from dagster_paimon.errors import CommitConflictError
-from dagster_paimon.io.index import deletion_indexes, write_index_manifest
+from dagster_paimon.io.index import bucket_indexes, write_index_manifest
 from dagster_paimon.partition import Partition
 
 BucketKey = tuple[Partition, int]
+
+
+def replaced_indexes(changes: Sequence[BucketChange]) -> dict[BucketKey, IndexFileMeta]:
+    """The new index file of each bucket whose index a change rewrote."""
+    return {(c.partition, c.bucket): c.index for c in changes if c.index is not None}
+
+
+def check_index_bases(
+    table: FileStoreTable, latest: Snapshot, changes: Sequence[BucketChange], what: str
+) -> None:
+    """A bucket whose index we replace must still have the index we started from."""
+    current: dict[str, dict[BucketKey, IndexFileMeta]] = {}
+    for c in changes:
+        if c.index is None:
+            continue
+        kind = c.index.index_type
+        if kind not in current:
+            current[kind] = bucket_indexes(table, latest, kind)
+        now = current[kind].get((c.partition, c.bucket))
+        if (now.file_name if now else None) != c.base_index:
+            raise CommitConflictError(
+                f"the {kind} index of bucket {c.bucket} of partition {c.partition.label()} "
+                f"changed since this {what} started; nothing was committed, run the {what} again"
+            )
 
 
 class AppendProducer(SnapshotProducer):
@@ -55,16 +84,13 @@ class AppendProducer(SnapshotProducer):
         for e in self.added_entries(latest):
             if entry_identifier(e) in existing:
                 raise CommitConflictError(f"file {e.file.file_name} is already committed")
-        for e in live:
-            first = self.first_sequences.get((Partition(tuple(e.partition.values)), e.bucket))
-            if first is not None and e.file.max_sequence_number >= first:
-                raise CommitConflictError(
-                    f"bucket {e.bucket} of partition {list(e.partition.values)} got file "
-                    f"{e.file.file_name} with sequence numbers up to "
-                    f"{e.file.max_sequence_number} from another writer since this ingest "
-                    f"started (its own start at {first}); nothing was committed, run the "
-                    "ingest again"
-                )
+        check_sequences_after(live, self.first_sequences, "ingest")
+        if self.kind == APPEND and latest is not None:
+            check_index_bases(self.table, latest, self.changes, "ingest")
+
+    def index_manifest(self, latest: Snapshot | None) -> str | None:
+        """The latest index manifest with the buckets' new HASH index files."""
+        return write_index_manifest(self.table, latest, replaced_indexes(self.changes))
 
     def discard(self) -> None:
         """Remove the level-0 files written for this commit."""
@@ -89,8 +115,11 @@ class OverwriteProducer(AppendProducer):
         self.partitions = set(partitions)
 
     def index_manifest(self, latest: Snapshot | None) -> str | None:
-        """The latest index manifest without deletion vectors of the overwritten partitions."""
-        return write_index_manifest(self.table, latest, {}, dropped=self.partitions)
+        """The latest index manifest without the overwritten partitions' indexes, plus the new
+        HASH index files written for them."""
+        return write_index_manifest(
+            self.table, latest, replaced_indexes(self.changes), dropped=self.partitions
+        )
 
     def deleted_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
         """Every file live in the overwritten partitions, as of the attempt's latest snapshot."""
@@ -102,13 +131,25 @@ class OverwriteProducer(AppendProducer):
 
 
 class CompactProducer(SnapshotProducer):
-    """Compaction results: files rewritten or upgraded (Java's COMPACT commit)."""
+    """Compaction results: files rewritten or upgraded (Java's COMPACT commit).
+
+    `first_sequences` holds, per bucket, where the level-0 files a postpone move wrote start
+    numbering; another writer reaching those numbers meanwhile is a conflict.
+    """
 
     kind = COMPACT
 
-    def __init__(self, table: FileStoreTable, changes: Sequence[BucketChange], **kwargs):
+    def __init__(
+        self,
+        table: FileStoreTable,
+        changes: Sequence[BucketChange],
+        *,
+        first_sequences: Mapping[BucketKey, int] | None = None,
+        **kwargs,
+    ):
         super().__init__(table, **kwargs)
         self.changes = list(changes)
+        self.first_sequences = dict(first_sequences or {})
 
     def deleted_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
         """Every file rewritten, and every upgraded file at its old level."""
@@ -123,24 +164,14 @@ class CompactProducer(SnapshotProducer):
         whose deletion vectors we replace must still have the vectors we started from."""
         if latest is None:
             raise CommitConflictError(f"{self.table_name} has no snapshot")
-        check_key_ranges(apply_entries(latest, self.live(latest), entries))
-        current = {key: index.file_name for key, index in self._indexes(latest).items()}
-        for c in self.changes:
-            if c.index is not None and current.get((c.partition, c.bucket)) != c.base_index:
-                raise CommitConflictError(
-                    f"the deletion vectors of bucket {c.bucket} of partition "
-                    f"{c.partition.label()} changed since this compaction started; nothing "
-                    "was committed, run the compaction again"
-                )
-
-    def _indexes(self, latest: Snapshot) -> dict:
-        """The deletion-vector index file of each bucket in `latest`."""
-        return deletion_indexes(self.table, latest)
+        live = self.live(latest)
+        check_key_ranges(apply_entries(latest, live, entries))
+        check_sequences_after(live, self.first_sequences, "compaction")
+        check_index_bases(self.table, latest, self.changes, "compaction")
 
     def index_manifest(self, latest: Snapshot | None) -> str | None:
         """The latest index manifest with the new deletion-vector index of each bucket."""
-        replacements = {(c.partition, c.bucket): c.index for c in self.changes if c.index}
-        return write_index_manifest(self.table, latest, replacements)
+        return write_index_manifest(self.table, latest, replaced_indexes(self.changes))
 
     def changelog_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
         """The changelog files the compaction produced."""

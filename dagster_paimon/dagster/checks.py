@@ -25,6 +25,11 @@ def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) 
         if problems or runs <= trigger
         else [f"{runs} sorted runs exceed num-sorted-run.compaction-trigger {trigger}"]
     )
+    if aggregate["postponed_files"] and not problems:
+        warnings.append(
+            f"{aggregate['postponed_rows']} rows in {aggregate['postponed_files']} postpone-bucket "
+            "files are invisible to readers until a compaction moves them into real buckets"
+        )
     return AssetCheckResult(
         passed=not problems and not warnings,
         severity=AssetCheckSeverity.ERROR if problems else AssetCheckSeverity.WARN,

@@ -61,7 +61,10 @@ def needs_compaction(
 ) -> bool:
     """More sorted runs than the trigger, or more size amplification than allowed; for lookup
     tables (`lift_level0`) any level-0 file, as Paimon compacts it up at every trigger
-    (ForceUpLevel0Compaction) and readers of deletion-vector tables do not see level 0."""
+    (ForceUpLevel0Compaction) and readers of deletion-vector tables do not see level 0; for a
+    postpone bucket any file, as its rows stay invisible until compaction moves them."""
+    if bucket.postponed:
+        return bucket.files > 0
     return (
         bucket.sorted_runs > trigger
         or bucket.size_amplification_percent > max_amp

@@ -8,12 +8,15 @@ import uuid
 import pyarrow as pa
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.ingest.bucket import total_buckets
 from dagster_paimon.ingest.commit import commit_ingest
+from dagster_paimon.ingest.dynamic import DynamicAssigner, hash_indexes_at
 from dagster_paimon.ingest.layout import check_writable, plan_write_layout
 from dagster_paimon.ingest.level0 import Level0Writer, max_sequences
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.options import DYNAMIC_BUCKET
 from dagster_paimon.partition import Partition
 
 MODES = ("append", "overwrite")
@@ -30,7 +33,16 @@ def ingest_arrow(table: FileStoreTable, data: pa.Table, *, mode: str = "append")
     start = time.perf_counter()
     check_writable(table)
     layout = plan_write_layout(table.table_schema, data.schema)
-    writer = Level0Writer(table, layout, max_sequences(read_levels(table)))
+    levels = read_levels(table)
+    indexes = hash_indexes_at(table, levels.snapshot_id, overwrite=mode == "overwrite")
+    dynamic = total_buckets(table.table_schema) == DYNAMIC_BUCKET
+    writer = Level0Writer(
+        table,
+        layout,
+        max_sequences(levels),
+        assigner=DynamicAssigner(table, indexes) if dynamic else None,
+        hash_indexes=indexes,
+    )
     writes = write_all(writer, data.to_batches())
     overwrite = None
     if mode == "overwrite":

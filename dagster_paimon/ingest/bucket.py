@@ -279,6 +279,16 @@ def buckets_of(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
     return np.abs(np.fmod(hashes.astype(np.int64), num_buckets)).astype(np.int32)
 
 
+def check_bucket_function(schema: TableSchema) -> None:
+    """Rows are bucketed by Paimon's default hash; other bucket functions are refused."""
+    function = read_option(schema.options, BUCKET_FUNCTION_TYPE, str.lower, "default")
+    if function != "default":
+        raise InvalidOptionError(
+            f"table option '{BUCKET_FUNCTION_TYPE}' is {function!r}: only Paimon's default "
+            "hash bucket function is supported; unset the option"
+        )
+
+
 def fixed_bucket_count(schema: TableSchema) -> int:
     """The table's bucket count; tables whose buckets are not a pure hash are refused."""
     count = bucket(schema.options)
@@ -294,16 +304,23 @@ def fixed_bucket_count(schema: TableSchema) -> int:
             "bucket for a rescale job dagster-paimon does not run; create the table with "
             "'bucket' set to a fixed count > 0"
         )
-    function = read_option(schema.options, BUCKET_FUNCTION_TYPE, str.lower, "default")
-    if function != "default":
-        raise InvalidOptionError(
-            f"table option '{BUCKET_FUNCTION_TYPE}' is {function!r}: only Paimon's default "
-            "hash bucket function is supported; unset the option"
-        )
+    check_bucket_function(schema)
     return count
 
 
-def assign_buckets(schema: TableSchema, data: pa.Table | pa.RecordBatch) -> np.ndarray:
-    """The bucket of every row; `data` holds the bucket-key columns in the table's types."""
+def total_buckets(schema: TableSchema) -> int:
+    """The totalBuckets a write records: the fixed count, or -1 for dynamic buckets."""
+    if bucket(schema.options) == DYNAMIC_BUCKET:
+        return DYNAMIC_BUCKET
+    return fixed_bucket_count(schema)
+
+
+def assign_buckets(
+    schema: TableSchema, data: pa.Table | pa.RecordBatch, num_buckets: int | None = None
+) -> np.ndarray:
+    """The bucket of every row; `data` holds the bucket-key columns in the table's types.
+
+    `num_buckets` overrides the table's count (a postpone partition's own count).
+    """
     columns = [data.column(name) for name in schema.bucket_keys]
-    return buckets_of(binary_row_hashes(columns), fixed_bucket_count(schema))
+    return buckets_of(binary_row_hashes(columns), num_buckets or fixed_bucket_count(schema))

@@ -9,7 +9,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producer import CommitOutcome, SnapshotProducer
 from dagster_paimon.commit.producers import AppendProducer, OverwriteProducer
-from dagster_paimon.ingest.bucket import fixed_bucket_count
+from dagster_paimon.ingest.bucket import total_buckets
 from dagster_paimon.ingest.level0 import BucketWrite
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.partition import Partition
@@ -26,7 +26,7 @@ def ingest_producer(
     identifier: int,
 ) -> SnapshotProducer:
     """The producer of an ingest: APPEND checked against interleaving writers, or OVERWRITE."""
-    total = fixed_bucket_count(table.table_schema)
+    total = total_buckets(table.table_schema)
     changes = [w.change(total) for w in writes]
     if overwrite is not None:
         return OverwriteProducer(

@@ -10,10 +10,16 @@ from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
-from dagster_paimon.ingest.bucket import fixed_bucket_count
+from dagster_paimon.ingest.bucket import total_buckets
+from dagster_paimon.ingest.dynamic import check_dynamic_writable
 from dagster_paimon.io.formats import check_writable_format
 from dagster_paimon.io.kv import value_schema
-from dagster_paimon.options import CHANGELOG_PRODUCER, ROWKIND_FIELD, changelog_producer
+from dagster_paimon.options import (
+    CHANGELOG_PRODUCER,
+    DYNAMIC_BUCKET,
+    ROWKIND_FIELD,
+    changelog_producer,
+)
 
 ROW_KIND_COLUMN = "_row_kind"
 HIDDEN_PREFIX = "__paimon_"
@@ -183,7 +189,8 @@ def to_table_types(batch: pa.RecordBatch, layout: WriteLayout) -> pa.RecordBatch
 
 def check_writable(table: FileStoreTable) -> None:
     """Refuse tables whose writes need files or a bucket layout we do not produce."""
-    fixed_bucket_count(table.table_schema)
+    if total_buckets(table.table_schema) == DYNAMIC_BUCKET:
+        check_dynamic_writable(table.table_schema)
     if changelog_producer(table.table_schema.options) == "input":
         raise InvalidOptionError(
             f"table option '{CHANGELOG_PRODUCER}' is 'input': every write would also have to "

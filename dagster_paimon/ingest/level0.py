@@ -10,25 +10,34 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
-from dagster_paimon.ingest.bucket import assign_buckets, fixed_bucket_count
+from dagster_paimon.ingest.bucket import assign_buckets, total_buckets
+from dagster_paimon.ingest.dynamic import (
+    MAX_BUCKET_IDS,
+    DynamicAssigner,
+    check_dynamic_writable,
+    key_hashes,
+)
 from dagster_paimon.ingest.layout import BUCKET_COLUMN, WriteLayout, to_table_types
 from dagster_paimon.ingest.rowkinds import RowKindFilter, parse_row_kinds
+from dagster_paimon.io.hashes import read_hashes, write_hashes
+from dagster_paimon.io.index import delete_index_file
 from dagster_paimon.io.kv import SEQUENCE_NUMBER, key_columns, kv_schema, trimmed_primary_keys
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.write import APPEND_FILE_SOURCE, RollingWriter, write_all
 from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
 from dagster_paimon.lsm.model.levels import TableLevels
-from dagster_paimon.options import WRITE_BUFFER_SIZE, memory_bytes, read_option
+from dagster_paimon.options import DYNAMIC_BUCKET, WRITE_BUFFER_SIZE, memory_bytes, read_option
 from dagster_paimon.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -42,17 +51,29 @@ BucketKey = tuple[Partition, int]
 
 @dataclass(frozen=True)
 class BucketWrite:
-    """Level-0 files one task wrote into one bucket, and the first sequence number it used."""
+    """Level-0 files one task wrote into one bucket, and the first sequence number it used.
+
+    A dynamic-bucket write also rewrote the bucket's HASH `index` when it added keys, replacing
+    `base_index` (the file it restored, if any).
+    """
 
     partition: Partition
     bucket: int
     files: tuple[DataFileMeta, ...]
     first_sequence: int
+    index: IndexFileMeta | None = None
+    base_index: str | None = None
 
     def change(self, total_buckets: int) -> BucketChange:
         """The files as a commit adds them."""
         return BucketChange(
-            self.partition, self.bucket, total_buckets, added=self.files, new_files=self.files
+            self.partition,
+            self.bucket,
+            total_buckets,
+            added=self.files,
+            new_files=self.files,
+            index=self.index,
+            base_index=self.base_index,
         )
 
 
@@ -110,11 +131,21 @@ class Level0Writer:
         *,
         sequence_offset: int = 0,
         buffer_bytes: int | None = None,
+        num_buckets: int | None = None,
+        assigner: DynamicAssigner | None = None,
+        hash_indexes: Mapping[BucketKey, IndexFileMeta] | None = None,
     ):
         schema = table.table_schema
         self.table = table
         self.layout = layout
-        self.num_buckets = fixed_bucket_count(schema)
+        self.num_buckets = num_buckets or total_buckets(schema)
+        self.dynamic = self.num_buckets == DYNAMIC_BUCKET
+        if self.dynamic:
+            check_dynamic_writable(schema)
+        self.assigner = assigner
+        self.hash_indexes = dict(hash_indexes or {})
+        self._hashes: dict[BucketKey, list[np.ndarray]] = {}
+        self._indexes: list[BucketWrite] = []
         self.partition_keys = list(schema.partition_keys)
         self.trimmed_keys = trimmed_primary_keys(schema)
         self.keys = key_columns(schema)
@@ -141,8 +172,11 @@ class Level0Writer:
             return
         values = to_table_types(batch, self.layout)
         kinds = parse_row_kinds(batch, self.layout.row_kind_column)
-        buckets = self._buckets_of(batch, values)
-        self.rows += batch.num_rows
+        self.write_rows(values, kinds, self._buckets_of(batch, values))
+
+    def write_rows(self, values: pa.RecordBatch, kinds: np.ndarray, buckets: np.ndarray) -> None:
+        """Take rows already in the table's types, with their row kinds and buckets."""
+        self.rows += values.num_rows
         if self.kind_filter.active:
             keep = self.kind_filter.keep(kinds)
             values, kinds, buckets = values.filter(pa.array(keep)), kinds[keep], buckets[keep]
@@ -156,13 +190,21 @@ class Level0Writer:
 
     def _buckets_of(self, batch: pa.RecordBatch, values: pa.RecordBatch) -> np.ndarray:
         """Buckets carried by a distributed input (checked), else hashed here."""
+        if not self.layout.prepared and self.dynamic:
+            if self.assigner is None:
+                raise ValueError(
+                    "a dynamic-bucket table needs one assigner per key: ingest through "
+                    "dagster_paimon.spark.ingest (or ingest_arrow), not a bare DataFrame write"
+                )
+            return self.assigner.assign_rows(values)
         if not self.layout.prepared:
-            return assign_buckets(self.table.table_schema, values)
+            return assign_buckets(self.table.table_schema, values, self.num_buckets)
         column = batch.column(BUCKET_COLUMN)
         buckets = np.asarray(pc.fill_null(column, -1)).astype(np.int32)
-        if buckets.size and (buckets.min() < 0 or buckets.max() >= self.num_buckets):
+        top = self.num_buckets if self.num_buckets > 0 else MAX_BUCKET_IDS
+        if buckets.size and (buckets.min() < 0 or buckets.max() >= top):
             raise ValueError(
-                f"{BUCKET_COLUMN!r} holds buckets outside 0..{self.num_buckets - 1}; it must "
+                f"{BUCKET_COLUMN!r} holds buckets outside 0..{top - 1}; it must "
                 "come from dagster_paimon.spark.ingest.distribute"
             )
         return buckets
@@ -242,6 +284,9 @@ class Level0Writer:
     ) -> None:
         """Number, sort, fold and write one bucket's share of the buffer."""
         key = (partition, bucket)
+        if self.dynamic:
+            hashes = key_hashes(self.table.table_schema, values)
+            self._hashes.setdefault(key, []).append(np.unique(hashes))
         sequences = self._sequences(key, values.num_rows)
         columns = [values.column(k) for k in self.trimmed_keys]
         columns += [pa.array(sequences), pa.array(kinds, pa.int8()), *values.columns]
@@ -262,16 +307,42 @@ class Level0Writer:
         self._files.setdefault(key, []).extend(files)
 
     def finish(self) -> list[BucketWrite]:
-        """Flush what is left; the files of every bucket written, with their sequence range."""
+        """Flush what is left; the files of every bucket written, with their sequence range
+        (and, for dynamic buckets, the bucket's new HASH index when keys were added)."""
         self.flush()
-        return [
-            BucketWrite(key[0], key[1], tuple(files), self._first[key])
-            for key, files in self._files.items()
-            if files
-        ]
+        writes = []
+        for key, files in self._files.items():
+            if not files:
+                continue
+            write = BucketWrite(key[0], key[1], tuple(files), self._first[key])
+            if self.dynamic:
+                write = self._with_index(write)
+            writes.append(write)
+        return writes
+
+    def _with_index(self, write: BucketWrite) -> BucketWrite:
+        """The write with its bucket's HASH index rewritten if it added key hashes."""
+        key = (write.partition, write.bucket)
+        base = self.hash_indexes.get(key)
+        old = (
+            read_hashes(self.table, write.partition, write.bucket, base)
+            if base is not None
+            else np.zeros(0, dtype=np.int32)
+        )
+        merged = np.union1d(old, np.concatenate(self._hashes[key]))
+        if len(merged) == len(np.unique(old)):
+            return write
+        index = write_hashes(self.table, write.partition, write.bucket, merged)
+        write = replace(write, index=index, base_index=base.file_name if base else None)
+        self._indexes.append(write)
+        return write
 
     def abort(self) -> None:
         """Delete every file this writer produced: a failed task leaves nothing behind."""
         for (partition, bucket), files in self._files.items():
             delete_data_files(self.table, partition, bucket, files)
+        for write in self._indexes:
+            assert write.index is not None
+            delete_index_file(self.table, write.partition, write.bucket, write.index)
         self._files.clear()
+        self._indexes.clear()

@@ -1,8 +1,9 @@
 """A bucket's deletion-vector index file and the snapshot's index manifest (Java's
 BucketedDvMaintainer, DeletionVectorsIndexFile and IndexManifestFileHandler.BucketedCombiner).
 
-Each bucket has at most one DELETION_VECTORS index file holding the vectors of all its data
-files; a change rewrites it whole and the new index manifest replaces the bucket's entry.
+Each bucket has at most one index file of each type (DELETION_VECTORS here, HASH for dynamic
+buckets in io/hashes.py); a change rewrites it whole and the new index manifest replaces the
+bucket's entry of that type.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from dagster_paimon.options import DELETION_VECTORS_BITMAP64, flag
 from dagster_paimon.partition import Partition
 
 DELETION_VECTORS = "DELETION_VECTORS"
+HASH_INDEX = "HASH"
+BUCKET_INDEX_TYPES = (DELETION_VECTORS, HASH_INDEX)
 INDEX_VERSION = 1
 ADD_KIND = 0
 
@@ -44,15 +47,22 @@ def index_entries(table: FileStoreTable, snapshot: Snapshot | None) -> list[Inde
     return IndexManifestFile(table).read(snapshot.index_manifest)
 
 
+def bucket_indexes(
+    table: FileStoreTable, snapshot: Snapshot | None, index_type: str
+) -> dict[BucketKey, IndexFileMeta]:
+    """The index file of one type of each bucket that has one."""
+    found: dict[BucketKey, IndexFileMeta] = {}
+    for e in index_entries(table, snapshot):
+        if e.index_file.index_type == index_type:
+            found[(Partition.of_row(e.partition), e.bucket)] = e.index_file
+    return found
+
+
 def deletion_indexes(
     table: FileStoreTable, snapshot: Snapshot | None
 ) -> dict[BucketKey, IndexFileMeta]:
     """The deletion-vector index file of each bucket that has one."""
-    found: dict[BucketKey, IndexFileMeta] = {}
-    for e in index_entries(table, snapshot):
-        if e.index_file.index_type == DELETION_VECTORS:
-            found[(Partition.of_row(e.partition), e.bucket)] = e.index_file
-    return found
+    return bucket_indexes(table, snapshot, DELETION_VECTORS)
 
 
 def deleted_rows(index: IndexFileMeta | None) -> dict[str, int]:
@@ -62,7 +72,7 @@ def deleted_rows(index: IndexFileMeta | None) -> dict[str, int]:
     return {name: meta.cardinality or 0 for name, meta in index.dv_ranges.items()}
 
 
-def _index_path(table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta):
+def index_path(table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta):
     """Where an index file lives (index dir, or the bucket dir with index-file-in-data-file-dir)."""
     return table.path_factory().bucket_index_path(partition.values, bucket, index, table.file_io)
 
@@ -73,7 +83,7 @@ def read_vectors(
     """Every data file's deletion vector in a bucket's index file."""
     if index is None or not index.dv_ranges:
         return {}
-    path = _index_path(table, partition, bucket, index)
+    path = index_path(table, partition, bucket, index)
     with table.file_io.new_input_stream(path) as stream:
         data = stream.read()
     if not data or data[0] != INDEX_VERSION:
@@ -123,32 +133,47 @@ class BucketVectors:
 
     def write(self, table: FileStoreTable, partition: Partition, bucket: int) -> IndexFileMeta:
         """One new index file with every vector (only the version byte if none are left)."""
-        name = f"index-{uuid.uuid4()}-0"
-        path, external = table.path_factory().new_bucket_index_path(partition.values, bucket, name)
         blob = bytearray([INDEX_VERSION])
         ranges: dict[str, DeletionVectorMeta] = {}
         for file_name, vector in self.vectors.items():
             data, length = serialize(vector)
             ranges[file_name] = DeletionVectorMeta(file_name, len(blob), length, len(vector))
             blob += data
-        with table.file_io.new_output_stream(path) as out:
-            out.write(bytes(blob))
-        failpoint(INDEX_FILE_WRITTEN)
-        return IndexFileMeta(
-            index_type=DELETION_VECTORS,
-            file_name=name,
-            file_size=len(blob),
-            row_count=len(ranges),
-            dv_ranges=ranges,
-            external_path=path if external else None,
+        return write_index_file(
+            table, partition, bucket, DELETION_VECTORS, bytes(blob), len(ranges), ranges
         )
+
+
+def write_index_file(
+    table: FileStoreTable,
+    partition: Partition,
+    bucket: int,
+    index_type: str,
+    data: bytes,
+    row_count: int,
+    dv_ranges: dict[str, DeletionVectorMeta] | None = None,
+) -> IndexFileMeta:
+    """A new index file of a bucket holding `data`, and its metadata."""
+    name = f"index-{uuid.uuid4()}-0"
+    path, external = table.path_factory().new_bucket_index_path(partition.values, bucket, name)
+    with table.file_io.new_output_stream(path) as out:
+        out.write(data)
+    failpoint(INDEX_FILE_WRITTEN)
+    return IndexFileMeta(
+        index_type=index_type,
+        file_name=name,
+        file_size=len(data),
+        row_count=row_count,
+        dv_ranges=dv_ranges,
+        external_path=path if external else None,
+    )
 
 
 def delete_index_file(
     table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta
 ) -> None:
     """Best-effort removal of an index file that will not be committed."""
-    table.file_io.delete_quietly(_index_path(table, partition, bucket, index))
+    table.file_io.delete_quietly(index_path(table, partition, bucket, index))
 
 
 def write_index_manifest(
@@ -157,17 +182,20 @@ def write_index_manifest(
     replacements: Mapping[BucketKey, IndexFileMeta],
     dropped: Collection[Partition] = (),
 ) -> str | None:
-    """The latest index manifest with each bucket's deletion-vector entry replaced, and none
-    left for the `dropped` partitions (overwritten: their files are gone)."""
+    """The latest index manifest with each bucket's entry of a replacement's type replaced, and
+    no bucket index left for the `dropped` partitions (overwritten: their files are gone)."""
     if not replacements and not dropped:
         return latest.index_manifest if latest else None
 
     def replaced(entry: IndexManifestEntry) -> bool:
         partition = Partition.of_row(entry.partition)
-        return partition in dropped or (partition, entry.bucket) in replacements
+        if partition in dropped:
+            return entry.index_file.index_type in BUCKET_INDEX_TYPES
+        new = replacements.get((partition, entry.bucket))
+        return new is not None and new.index_type == entry.index_file.index_type
 
     entries = index_entries(table, latest)
-    kept = [e for e in entries if e.index_file.index_type != DELETION_VECTORS or not replaced(e)]
+    kept = [e for e in entries if not replaced(e)]
     if len(kept) == len(entries) and not replacements:
         return latest.index_manifest if latest else None
     added = [

@@ -14,19 +14,33 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+import numpy as np
 import pyarrow as pa
 from pypaimon.schema.table_schema import TableSchema
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+from pyspark.sql.types import IntegerType, StructField, StructType
 
 from dagster_paimon import errors
 from dagster_paimon.commit.state import find_landed
 from dagster_paimon.ingest.arrow import MODES
-from dagster_paimon.ingest.bucket import binary_row_hashes, buckets_of, fixed_bucket_count
+from dagster_paimon.ingest.bucket import (
+    binary_row_hashes,
+    buckets_of,
+    fixed_bucket_count,
+    total_buckets,
+)
+from dagster_paimon.ingest.dynamic import (
+    DynamicAssigner,
+    assigner_counts,
+    compute_channels,
+    hash_indexes_at,
+)
 from dagster_paimon.ingest.layout import (
     BUCKET_COLUMN,
+    HIDDEN_PREFIX,
     ORDINAL_COLUMN,
     cast_column,
     check_writable,
@@ -34,16 +48,23 @@ from dagster_paimon.ingest.layout import (
 )
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
+from dagster_paimon.options import DYNAMIC_BUCKET
 from dagster_paimon.spark.session import activate
-from dagster_paimon.spark.source import CATALOG_PREFIX, COMMIT_USER_OPTION, SOURCE_NAME
-from dagster_paimon.table import open_table
+from dagster_paimon.spark.source import (
+    BASE_SNAPSHOT_OPTION,
+    CATALOG_PREFIX,
+    COMMIT_USER_OPTION,
+    SOURCE_NAME,
+)
+from dagster_paimon.table import TableRef, open_table
 
 FORMATS = ("parquet", "csv", "json")
 _OUR_ERROR = re.compile(r"dagster_paimon\.errors\.(\w+): (.+)")
+CHANNEL_COLUMN = HIDDEN_PREFIX + "channel"
 
 
-def distribute(df: DataFrame, schema: TableSchema) -> DataFrame:
-    """Add each row's bucket and input ordinal, keep each bucket in one partition, sort by key."""
+def _with_fixed_buckets(df: DataFrame, schema: TableSchema) -> DataFrame:
+    """Each row's bucket by Paimon's hash of its bucket key (an Arrow UDF over those columns)."""
     num_buckets = fixed_bucket_count(schema)
     target = value_schema(schema)
     types = [target.field(k).type for k in schema.bucket_keys]
@@ -53,10 +74,71 @@ def distribute(df: DataFrame, schema: TableSchema) -> DataFrame:
         cast = [cast_column(c, t) for c, t in zip(columns, types, strict=True)]
         return pa.array(buckets_of(binary_row_hashes(cast), num_buckets), pa.int32())
 
-    partitions = list(schema.partition_keys)
-    bucketed = df.withColumn(ORDINAL_COLUMN, F.monotonically_increasing_id()).withColumn(
-        BUCKET_COLUMN, bucket_of(*[F.col(k) for k in schema.bucket_keys])
+    return df.withColumn(BUCKET_COLUMN, bucket_of(*[F.col(k) for k in schema.bucket_keys]))
+
+
+def _with_dynamic_buckets(
+    df: DataFrame, ref: TableRef, snapshot_id: int | None, overwrite: bool
+) -> DataFrame:
+    """Each row's bucket from the table's HASH index: rows shuffle to their key's assigner
+    task (Paimon's computeAssigner), which assigns them in input order."""
+    table = ref.open()
+    schema = table.table_schema
+    parallelism = df.sparkSession.sparkContext.defaultParallelism
+    channels, assigners = assigner_counts(schema.options, parallelism)
+    target = value_schema(schema)
+    parts = list(schema.partition_keys)
+    keys = trimmed_primary_keys(schema)
+    types = {k: target.field(k).type for k in (*parts, *keys)}
+
+    @F.arrow_udf("int")  # type: ignore[misc]
+    def channel_of(*columns: pa.Array) -> pa.Array:
+        cast = [cast_column(c, types[k]) for c, k in zip(columns, (*parts, *keys), strict=True)]
+        part_hashes = binary_row_hashes(cast[: len(parts)]) if parts else np.zeros(len(cast[0]))
+        key_hashes = binary_row_hashes(cast[len(parts) :])
+        return pa.array(compute_channels(part_hashes, key_hashes, channels, assigners))
+
+    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        opened = ref.open()
+        indexes = hash_indexes_at(opened, snapshot_id, overwrite=overwrite)
+        by_channel: dict[int, DynamicAssigner] = {}
+        for batch in batches:
+            values = pa.table({k: cast_column(batch.column(k), t) for k, t in types.items()})
+            channel = np.asarray(batch.column(CHANNEL_COLUMN))
+            buckets = np.empty(batch.num_rows, dtype=np.int32)
+            for c in np.unique(channel):
+                rows = np.flatnonzero(channel == c)
+                if int(c) not in by_channel:
+                    by_channel[int(c)] = DynamicAssigner(
+                        opened, indexes, assigners=assigners, assign_id=int(c)
+                    )
+                buckets[rows] = by_channel[int(c)].assign_rows(values.take(rows))
+            yield batch.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
+
+    routed = (
+        df.withColumn(CHANNEL_COLUMN, channel_of(*[F.col(k) for k in (*parts, *keys)]))
+        .repartition(channels, CHANNEL_COLUMN)
+        .sortWithinPartitions(ORDINAL_COLUMN)
     )
+    schema_out = StructType([*routed.schema.fields, StructField(BUCKET_COLUMN, IntegerType())])
+    return routed.mapInArrow(assign, schema_out).drop(CHANNEL_COLUMN)
+
+
+def distribute(
+    df: DataFrame, ref: TableRef, *, snapshot_id: int | None = None, overwrite: bool = False
+) -> DataFrame:
+    """Add each row's bucket and input ordinal, keep each bucket in one partition, sort by key.
+
+    Dynamic-bucket tables are assigned against their HASH index at `snapshot_id` (none when
+    overwriting), which the write must then start from too.
+    """
+    schema = ref.open().table_schema
+    ordered = df.withColumn(ORDINAL_COLUMN, F.monotonically_increasing_id())
+    if total_buckets(schema) == DYNAMIC_BUCKET:
+        bucketed = _with_dynamic_buckets(ordered, ref, snapshot_id, overwrite)
+    else:
+        bucketed = _with_fixed_buckets(ordered, schema)
+    partitions = list(schema.partition_keys)
     return bucketed.repartition(*partitions, BUCKET_COLUMN).sortWithinPartitions(
         *partitions, BUCKET_COLUMN, *trimmed_primary_keys(schema), ORDINAL_COLUMN
     )
@@ -102,11 +184,14 @@ def ingest_dataframe(
     plan_write_layout(table.table_schema, to_arrow_schema(df.schema, timezone="UTC"))
     before = table.snapshot_manager().get_latest_snapshot()
     commit_user = f"dagster-paimon-ingest-{uuid.uuid4()}"
+    ref = TableRef.of(warehouse, identifier, catalog_options)
+    base = before.id if before else None
     writer = (
-        distribute(df, table.table_schema)
+        distribute(df, ref, snapshot_id=base, overwrite=mode == "overwrite")
         .write.format(SOURCE_NAME)
         .option("warehouse", warehouse)
         .option(COMMIT_USER_OPTION, commit_user)
+        .option(BASE_SNAPSHOT_OPTION, "" if base is None else str(base))
         .options(**{CATALOG_PREFIX + k: v for k, v in (catalog_options or {}).items()})
         .mode(mode)
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pypaimon.common.options import config as catalog_config
 from pypaimon.common.options.config_option import ConfigOption
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
@@ -33,6 +34,7 @@ from pyspark.sql.types import StructType
 from dagster_paimon.commit.state import find_landed
 from dagster_paimon.errors import SchemaMismatchError
 from dagster_paimon.ingest.commit import commit_ingest, discard_writes
+from dagster_paimon.ingest.dynamic import hash_indexes_at
 from dagster_paimon.ingest.layout import WriteLayout, check_writable, plan_write_layout
 from dagster_paimon.ingest.level0 import (
     SEQUENCE_STRIDE,
@@ -54,6 +56,7 @@ SOURCE_NAME = "paimon"
 WAREHOUSE_OPTION = "warehouse"
 TABLE_OPTION = "table"
 COMMIT_USER_OPTION = "commit.user"
+BASE_SNAPSHOT_OPTION = "base.snapshot"
 PARTITION_OPTION = "partition"
 CATALOG_PREFIX = "catalog."
 
@@ -135,6 +138,7 @@ class PaimonWriter(DataSourceArrowWriter):
     layout: WriteLayout
     base_snapshot: int | None
     base_sequences: dict[BucketKey, int]
+    hash_indexes: dict[BucketKey, IndexFileMeta] = field(kw_only=True)
     overwrite: bool = field(kw_only=True)
     commit_user: str = field(kw_only=True)
     identifier: int = field(default_factory=time.time_ns, kw_only=True)
@@ -144,7 +148,11 @@ class PaimonWriter(DataSourceArrowWriter):
         task = _task_id()
         offset = 0 if self.layout.prepared else task * SEQUENCE_STRIDE
         writer = Level0Writer(
-            self.ref.open(), self.layout, self.base_sequences, sequence_offset=offset
+            self.ref.open(),
+            self.layout,
+            self.base_sequences,
+            sequence_offset=offset,
+            hash_indexes=self.hash_indexes,
         )
         writes = write_all(writer, iterator)
         return IngestMessage(
@@ -241,17 +249,23 @@ class PaimonDataSource(DataSource):
         return PaimonReader(ref, schema, partition)
 
     def writer(self, schema: StructType, overwrite: bool) -> PaimonWriter:
-        """Check the input schema and read each bucket's maximum sequence number, once."""
+        """Check the input schema and read each bucket's maximum sequence number, once.
+
+        `base.snapshot` (set by ingest) pins the snapshot the input's buckets were assigned
+        at; a bare write starts from the latest.
+        """
         ref = table_ref(self.options)
         table = ref.open()
         check_writable(table)
         layout = plan_write_layout(table.table_schema, to_arrow_schema(schema, timezone="UTC"))
-        levels = read_levels(table)
+        pinned = self.options.get(BASE_SNAPSHOT_OPTION)
+        levels = read_levels(table, int(pinned) if pinned else None)
         return PaimonWriter(
             ref,
             layout,
             levels.snapshot_id,
             max_sequences(levels),
+            hash_indexes=hash_indexes_at(table, levels.snapshot_id, overwrite=overwrite),
             overwrite=overwrite,
             commit_user=str(self.options.get(COMMIT_USER_OPTION) or uuid.uuid4()),
         )

@@ -181,7 +181,7 @@ def test_vectors_changed_by_another_writer_since_planning_are_a_conflict(warehou
     CompactProducer(table, [other]).commit()
     latest = table.snapshot_manager().get_latest_snapshot().id
 
-    with pytest.raises(CommitConflictError, match="deletion vectors of bucket"):
+    with pytest.raises(CommitConflictError, match="DELETION_VECTORS index of bucket"):
         execute_compaction(table, TableRef(warehouse, "db.cdc"), plan, LocalExecutor())
     assert table.snapshot_manager().get_latest_snapshot().id == latest
     assert data_files_on_disk(table) == before_files

@@ -18,6 +18,7 @@ from dagster_paimon.spark.ingest import ingest_dataframe
 from dagster_paimon.spark.session import activate
 from dagster_paimon.table import TableRef, open_table
 from tests.conftest import committed_files, data_files_on_disk, latest_id
+from tests.lsm.compaction.test_postpone import Model, batch, make_table, pypaimon_rows
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_batch, cdc_table, write_history
 
@@ -201,3 +202,20 @@ def test_two_ingests_racing_for_a_bucket_one_fails_cleanly(spark, warehouse, tmp
     assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)
     assert latest_id(table) == 3
     assert data_files_on_disk(table) == committed == committed_files(table)
+
+
+def test_postpone_moves_run_on_spark_executors(spark, warehouse):
+    """A postpone table compacts on Spark as locally: moves, then bucket tasks, one commit."""
+    make_table(warehouse, **{"postpone.default-bucket-num": "2"})
+    model = Model()
+    for commit in range(3):
+        model.write(warehouse, batch(range(commit * 6, commit * 6 + 14), f"c{commit}"))
+    result = compact_table(
+        open_table(warehouse, "db.t"),
+        TableRef(warehouse, "db.t"),
+        executor=SparkExecutor(spark),
+    )
+    assert result.metrics()["postponed_files_moved"] == 6
+    assert pypaimon_rows(warehouse) == model.rows
+    levels = read_levels(open_table(warehouse, "db.t"))
+    assert {(b.bucket, b.total_buckets) for b in levels.buckets} == {(0, 2), (1, 2)}

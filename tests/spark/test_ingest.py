@@ -15,7 +15,7 @@ import pytest
 from dagster_paimon.commit.state import live_entries
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.spark.ingest import ingest_dataframe, ingest_files
-from dagster_paimon.table import TableSpec, create_table
+from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import (
     ORDERS_SCHEMA,
     committed_files,
@@ -24,6 +24,7 @@ from tests.conftest import (
     orders_spec,
     write_with_pypaimon,
 )
+from tests.ingest.test_dynamic import apply, batch, layout, make_table, readers_agree
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_batch, cdc_table
 
@@ -202,3 +203,30 @@ def test_every_key_lands_in_the_bucket_pypaimons_writer_chooses(spark, warehouse
     for bucket in expected.values():
         per_bucket[bucket] += 1
     assert len(per_bucket) == 5
+
+
+def test_dynamic_bucket_ingest_keeps_the_hash_index(spark, warehouse):
+    """Spark ingest into a bucket=-1 table pypaimon wrote: assigner tasks keep known keys in
+    their buckets, new keys fill buckets to the target, HASH files match the rows; pypaimon
+    writes on top of our index and reads the model."""
+    make_table(warehouse)
+    model: dict = {}
+    first = batch(range(20), "p0")
+    write_with_pypaimon(open_table(warehouse, "db.t"), first)
+    apply(model, first)
+    before = layout(warehouse)
+    ours = batch(range(10, 60), "spark")
+    result = ingest_dataframe(spark.createDataFrame(ours.to_pandas()), warehouse, "db.t")
+    assert result.snapshot_id is not None
+    apply(model, ours)
+    after = layout(warehouse)
+    assert {k: after[k] for k in before} == before
+    readers_agree(warehouse, model)
+    more = batch(range(55, 70), "p1")
+    write_with_pypaimon(open_table(warehouse, "db.t"), more)
+    apply(model, more)
+    readers_agree(warehouse, model)
+    assert len(layout(warehouse)) == len(model)
+    bare = spark.createDataFrame(batch(range(3), "x").to_pandas())
+    with pytest.raises(Exception, match="one assigner per key"):
+        bare.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")

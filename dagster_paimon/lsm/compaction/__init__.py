@@ -10,17 +10,25 @@ from dagster_paimon.lsm.compaction.compact import (
     execute_compaction,
     plan_compaction,
 )
-from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor, discard_results
+from dagster_paimon.lsm.compaction.executor import (
+    COMPACTION,
+    LocalExecutor,
+    TaskExecutor,
+    Work,
+    discard_results,
+)
 from dagster_paimon.lsm.compaction.plan import TaskPlan
 from dagster_paimon.lsm.compaction.task import CompactResult, run_task
 
 __all__ = [
+    "COMPACTION",
     "CompactResult",
     "CompactionPlan",
     "CompactionResult",
     "LocalExecutor",
     "TaskExecutor",
     "TaskPlan",
+    "Work",
     "compact_table",
     "discard_results",
     "execute_compaction",

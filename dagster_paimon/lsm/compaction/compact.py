@@ -13,8 +13,16 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import CompactProducer
 from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.ingest.level0 import BucketWrite
 from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor
 from dagster_paimon.lsm.compaction.plan import TaskPlan, plan_task
+from dagster_paimon.lsm.compaction.postpone import (
+    PLACEMENT,
+    PostponeMove,
+    check_movable,
+    discard_placed,
+    moved_changes,
+)
 from dagster_paimon.lsm.compaction.strategy import (
     drop_delete,
     strategy_from_options,
@@ -25,7 +33,6 @@ from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_leve
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.record_expiry import RecordLevelExpire
 from dagster_paimon.options import (
-    BUCKET,
     CHANGELOG_PRODUCER,
     DELETION_VECTORS,
     FIRST_ROW,
@@ -46,6 +53,8 @@ BYTES_READ = "bytes_read"
 BYTES_WRITTEN = "bytes_written"
 CHANGELOG_FILES = "changelog_files_written"
 VECTOR_INDEXES = "deletion_vector_indexes_written"
+POSTPONED_FILES = "postponed_files_moved"
+POSTPONED_ROWS = "postponed_rows_moved"
 SECONDS = "compaction_seconds"
 
 
@@ -145,17 +154,20 @@ class CompactionResult:
     dry_run: bool
     tasks: tuple[TaskPlan, ...] = ()
     results: tuple[CompactResult, ...] = ()
+    moves: tuple[PostponeMove, ...] = ()
+    placed_bytes: int = 0
     seconds: float = 0.0
 
     @property
     def bytes_read(self) -> int:
-        """Bytes of the files rewritten."""
-        return sum(r.bytes_read for r in self.results)
+        """Bytes of the files rewritten, and of the postponed files moved."""
+        parked = sum(f.file_size for m in self.moves for f in m.files) if not self.dry_run else 0
+        return sum(r.bytes_read for r in self.results) + parked
 
     @property
     def bytes_written(self) -> int:
-        """Bytes of the files written."""
-        return sum(r.bytes_written for r in self.results)
+        """Bytes of the files written: compaction output and moved rows left at level 0."""
+        return sum(r.bytes_written for r in self.results) + self.placed_bytes
 
     def metrics(self) -> Metrics:
         """Counts and bytes of the run."""
@@ -169,6 +181,8 @@ class CompactionResult:
             BYTES_WRITTEN: self.bytes_written,
             CHANGELOG_FILES: sum(len(r.change.changelog) for r in self.results),
             VECTOR_INDEXES: sum(1 for r in self.results if r.change.index is not None),
+            POSTPONED_FILES: sum(len(m.files) for m in self.moves),
+            POSTPONED_ROWS: sum(m.rows for m in self.moves),
             SECONDS: round(self.seconds, 3),
         }
 
@@ -195,20 +209,22 @@ class CompactionResult:
             "base_snapshot_id": self.base_snapshot_id,
             "dry_run": self.dry_run,
             "units": self._units(),
+            "postponed": [m.to_dict() for m in self.moves],
             "bytes_read": self.bytes_read,
             "bytes_written": self.bytes_written,
-            "bytes_to_read": sum(t.rewritten_bytes for t in self.tasks),
+            "bytes_to_read": sum(t.rewritten_bytes for t in self.tasks)
+            + sum(f.file_size for m in self.moves for f in m.files),
             "seconds": round(self.seconds, 3),
         }
 
     def summary(self) -> str:
         """One line for the run, then one per bucket task."""
-        if not self.tasks:
+        if not self.tasks and not self.moves:
             return f"{self.table}: nothing to compact at snapshot {self.base_snapshot_id}"
         if self.dry_run:
             head = (
-                f"{self.table}: {len(self.tasks)} tasks at snapshot {self.base_snapshot_id} "
-                "(dry run)"
+                f"{self.table}: {len(self.tasks)} tasks, {len(self.moves)} postponed partitions "
+                f"to move at snapshot {self.base_snapshot_id} (dry run)"
             )
         else:
             head = (
@@ -219,16 +235,30 @@ class CompactionResult:
         units = self._units()
         for unit, task in zip(units, self.tasks, strict=True):
             unit["partition_label"] = task.partition.label()
-        return "\n".join([head, *(_unit_line(u, not self.dry_run) for u in units)])
+        moves = [
+            f"  {m.partition.label()} postponed: {len(m.files)} files, {m.rows} rows -> "
+            f"{m.num_buckets} buckets"
+            for m in self.moves
+        ]
+        return "\n".join([head, *moves, *(_unit_line(u, not self.dry_run) for u in units)])
+
+
+MovePlanner = Callable[[PostponeMove, "tuple[BucketWrite, ...]"], "tuple[TaskPlan, ...]"]
 
 
 @dataclass(frozen=True)
 class CompactionPlan:
-    """Every bucket's task against one base snapshot; the commit checks it is still valid."""
+    """Every bucket's task against one base snapshot; the commit checks it is still valid.
+
+    `moves` are postpone partitions whose rows go into real buckets first; those buckets are
+    planned by `plan_moved` once the move has written their level-0 files.
+    """
 
     table: str
     base_snapshot_id: int | None
     tasks: tuple[TaskPlan, ...]
+    moves: tuple[PostponeMove, ...] = ()
+    plan_moved: MovePlanner | None = None
 
     def preview(self) -> CompactionResult:
         """The tasks, not run."""
@@ -238,6 +268,7 @@ class CompactionPlan:
             base_snapshot_id=self.base_snapshot_id,
             dry_run=True,
             tasks=self.tasks,
+            moves=self.moves,
         )
 
 
@@ -245,29 +276,47 @@ def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPla
     """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted)."""
     options = compaction_job_options(levels.options)
     check_supported(options)
-    postponed = [b for b in levels.buckets if b.bucket == POSTPONE_BUCKET]
-    if postponed:
-        raise InvalidOptionError(
-            f"{levels.table} has postpone-bucket files (table option '{BUCKET}' = "
-            f"{POSTPONE_BUCKET}) in {len(postponed)} partitions: moving them into real buckets "
-            "is not supported by dagster-paimon yet, and compacting them in place would leave "
-            "their rows invisible; nothing was changed"
-        )
     expire = RecordLevelExpire.for_table(levels.schema) if levels.schema else None
     expired = (
         (lambda f: expire.is_expired_file(f, levels.schemas.get)) if expire is not None else None
     )
+
+    def planner(bucket: BucketLevels) -> TaskPlan | None:
+        return plan_bucket(bucket, options, full=full, expired=expired)
+
+    def plan_moved(move: PostponeMove, writes: tuple[BucketWrite, ...]) -> tuple[TaskPlan, ...]:
+        targets = move.targets(writes, options.num_levels)
+        return tuple(t for b in targets if (t := planner(b)))
+
+    parked = [b for b in levels.buckets if b.bucket == POSTPONE_BUCKET]
+    moves: tuple[PostponeMove, ...] = ()
+    if parked:
+        assert levels.schema is not None, "a table with files has a schema"
+        check_movable(levels.schema, parked)
+        moves = tuple(
+            PostponeMove.of(
+                p,
+                [b for b in levels.buckets if b.partition == p.partition and b.bucket >= 0],
+                levels.schema.options,
+            )
+            for p in parked
+        )
+    moving = {m.partition for m in moves}
     tasks = tuple(
-        t for b in levels.buckets if (t := plan_bucket(b, options, full=full, expired=expired))
+        t
+        for b in levels.buckets
+        if b.partition not in moving and b.bucket >= 0 and (t := planner(b))
     )
     log.info(
-        "planned %d compaction tasks over %d buckets of %s at snapshot %s",
+        "planned %d compaction tasks over %d buckets and %d postponed partitions of %s at "
+        "snapshot %s",
         len(tasks),
         len(levels.buckets),
+        len(moves),
         levels.table,
         levels.snapshot_id,
     )
-    return CompactionPlan(levels.table, levels.snapshot_id, tasks)
+    return CompactionPlan(levels.table, levels.snapshot_id, tasks, moves, plan_moved)
 
 
 def execute_compaction(
@@ -276,19 +325,44 @@ def execute_compaction(
     plan: CompactionPlan,
     executor: TaskExecutor | None = None,
 ) -> CompactionResult:
-    """Run every task and commit one COMPACT snapshot; the table is unchanged on any failure."""
+    """Run every task and commit one COMPACT snapshot; the table is unchanged on any failure.
+
+    Postponed rows move first (one task per partition), then every task runs, the moved
+    partitions' buckets planned with their new level-0 files.
+    """
     start = time.perf_counter()
-    if not plan.tasks:
+    if not plan.tasks and not plan.moves:
         return replace(plan.preview(), dry_run=False)
-    results = (executor or LocalExecutor()).run(table, ref, plan.tasks)
-    outcome = CompactProducer(table, [r.change for r in results]).commit()
+    executor = executor or LocalExecutor()
+    placed = executor.run(table, ref, plan.moves, PLACEMENT)
+    try:
+        moved = tuple(
+            t
+            for move, writes in zip(plan.moves, placed, strict=True)
+            for t in plan.plan_moved(move, writes)  # type: ignore[misc]
+        )
+        tasks = (*plan.tasks, *moved)
+        results = executor.run(table, ref, tasks)
+    except BaseException:
+        discard_placed(table, placed)
+        raise
+    own = len(plan.tasks)
+    changes = [r.change for r in results[:own]]
+    changes += moved_changes(table, plan.moves, placed, results[own:])
+    outcome = CompactProducer(
+        table,
+        changes,
+        first_sequences={(w.partition, w.bucket): w.first_sequence for ws in placed for w in ws},
+    ).commit()
     return CompactionResult(
         table=plan.table,
         snapshot_id=outcome.snapshot.id,
         base_snapshot_id=plan.base_snapshot_id,
         dry_run=False,
-        tasks=plan.tasks,
+        tasks=tasks,
         results=tuple(results),
+        moves=plan.moves,
+        placed_bytes=sum(f.file_size for ws in placed for w in ws for f in w.files),
         seconds=time.perf_counter() - start,
     )
 

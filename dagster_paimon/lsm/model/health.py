@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dagster_paimon.lsm.model.runs import LevelSortedRun, run_size
+from dagster_paimon.options import POSTPONE_BUCKET
 from dagster_paimon.results import Metrics
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ MEAN_SORTED_RUNS = "mean_sorted_runs"
 MAX_SIZE_AMP = "max_size_amplification_percent"
 DELETED_ROWS = "deleted_rows"
 LEVEL0_FILES = "level0_files"
+POSTPONED_FILES = "postponed_files"
+POSTPONED_ROWS = "postponed_rows"
 
 
 def size_amplification_percent(runs: list[LevelSortedRun]) -> float:
@@ -93,6 +96,11 @@ class BucketHealth:
             "deleted_rows": self.deleted_rows,
         }
 
+    @property
+    def postponed(self) -> bool:
+        """Whether this is a postpone bucket: parked files, not an LSM tree."""
+        return self.bucket == POSTPONE_BUCKET
+
     def label(self) -> str:
         """K=V[,K=V] of the bucket's partition, '-' for an unpartitioned table."""
         return ",".join(f"{k}={v}" for k, v in self.partition.items()) or "-"
@@ -107,20 +115,28 @@ class TableHealth:
     buckets: list[BucketHealth]
 
     def aggregate(self) -> dict:
-        """Aggregates over buckets; maxima are 0 for an empty table."""
-        runs = [b.sorted_runs for b in self.buckets]
+        """Aggregates over buckets; maxima are 0 for an empty table.
+
+        Postpone buckets count as files, bytes and rows, and as the postponed backlog; the
+        LSM figures (buckets, level 0, sorted runs, amplification) cover real buckets only.
+        """
+        trees = [b for b in self.buckets if not b.postponed]
+        parked = [b for b in self.buckets if b.postponed]
+        runs = [b.sorted_runs for b in trees]
         return {
-            "buckets": len(self.buckets),
+            "buckets": len(trees),
             "files": sum(b.files for b in self.buckets),
             "total_bytes": sum(b.total_bytes for b in self.buckets),
-            "level0_files": sum(b.level0_files for b in self.buckets),
+            "level0_files": sum(b.level0_files for b in trees),
             "max_sorted_runs": max(runs, default=0),
             "mean_sorted_runs": round(sum(runs) / len(runs), 2) if runs else 0.0,
             "max_size_amplification_percent": max(
-                (b.size_amplification_percent for b in self.buckets), default=0.0
+                (b.size_amplification_percent for b in trees), default=0.0
             ),
             "rows": sum(b.rows for b in self.buckets),
             "deleted_rows": sum(b.deleted_rows for b in self.buckets),
+            "postponed_files": sum(b.files for b in parked),
+            "postponed_rows": sum(b.rows for b in parked),
         }
 
     def metrics(self) -> Metrics:
@@ -135,6 +151,8 @@ class TableHealth:
             MAX_SIZE_AMP: aggregate["max_size_amplification_percent"],
             LEVEL0_FILES: aggregate["level0_files"],
             DELETED_ROWS: aggregate["deleted_rows"],
+            POSTPONED_FILES: aggregate["postponed_files"],
+            POSTPONED_ROWS: aggregate["postponed_rows"],
         }
 
     def to_dict(self) -> dict:
@@ -152,7 +170,7 @@ class TableHealth:
         rows = [
             [
                 b.label(),
-                str(b.bucket),
+                "postpone" if b.postponed else str(b.bucket),
                 str(b.files),
                 str(b.total_bytes),
                 str(b.level0_files),
@@ -174,4 +192,9 @@ class TableHealth:
             f"max size amplification {s['max_size_amplification_percent']:.1f}%, "
             f"{s['deleted_rows']} of {s['rows']} rows deleted by deletion vectors"
         )
+        if s["postponed_files"]:
+            lines.append(
+                f"{s['postponed_rows']} rows in {s['postponed_files']} postpone-bucket files wait "
+                "for a compaction to move them into real buckets"
+            )
         return "\n".join(lines)

@@ -77,12 +77,3 @@ def test_option_combinations_paimon_rejects_or_we_do_not_compact_are_refused(
     table = create_table(warehouse, orders_spec(**options))
     with pytest.raises(InvalidOptionError, match=message):
         plan_compaction(read_levels(table))
-
-
-def test_postpone_bucket_files_are_refused_not_compacted_in_place(warehouse):
-    """Compacting bucket-postpone in place would report success and leave the rows invisible."""
-    table = create_table(warehouse, orders_spec(bucket=-2))
-    write_with_pypaimon(table, orders_batch(0))
-    assert [b.bucket for b in read_levels(table).buckets] == [-2, -2]
-    with pytest.raises(InvalidOptionError, match="postpone-bucket files"):
-        plan_compaction(read_levels(table))

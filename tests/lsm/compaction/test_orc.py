@@ -1,8 +1,8 @@
 """ORC tables (Paimon's default format before 1.0): compaction and ingest read and write ORC.
 
 pypaimon writes ORC level-0 files; our compaction (with deletion-vector lookups too) and ingest
-write ORC; pypaimon, pypaimon-rust and Paimon's Java reader read the model. Avro data files
-and ORC columns pyarrow cannot write are refused before anything is written.
+write ORC; pypaimon, pypaimon-rust and Paimon's Java reader read the model. ORC columns pyarrow
+cannot write are refused before anything is written (Avro: test_avro.py).
 """
 
 from __future__ import annotations
@@ -113,18 +113,6 @@ def test_orc_tables_compact_to_orc_and_read_back_everywhere(warehouse, paimon_ja
     assert normalized(rust) == expected
     java = [dict(zip(SCHEMA.names, r, strict=True)) for r in paimon_java.read(warehouse, "db", "t")]
     assert normalized(java) == expected
-
-
-def test_avro_data_files_are_refused_before_anything_is_written(warehouse):
-    spec = TableSpec("db", "t", SCHEMA, ("id",), 1, (), {"file.format": "avro"})
-    table = create_table(warehouse, spec)
-    write_with_pypaimon(table, pa.Table.from_pylist([row(1, "a"), row(2, "b")], SCHEMA))
-    write_with_pypaimon(table, pa.Table.from_pylist([row(1, "c")], SCHEMA))
-    with pytest.raises(InvalidOptionError, match="'avro'"):
-        compact(warehouse, full=True)
-    assert open_table(warehouse, "db.t").snapshot_manager().get_latest_snapshot().id == 2
-    with pytest.raises(InvalidOptionError, match=r"'file\.format' is 'avro'"):
-        ingest_arrow(open_table(warehouse, "db.t"), pa.Table.from_pylist([row(3, "x")], SCHEMA))
 
 
 def test_orc_time_columns_are_refused(warehouse):
