@@ -21,14 +21,8 @@ from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError, SchemaMismatchError
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.io.formats import (
-    AVRO_NAMESPACE,
-    avro_schema,
-    check_writable_format,
-    format_of,
-    open_reader,
-    open_writer,
-)
+from dagster_paimon.io.avro.schema import AVRO_NAMESPACE, avro_schema
+from dagster_paimon.io.formats import check_writable_format, format_of, open_reader, open_writer
 from dagster_paimon.io.kv import kv_schema
 from dagster_paimon.io.read import read_file
 from dagster_paimon.lsm.model.levels import read_levels
