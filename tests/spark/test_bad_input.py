@@ -92,13 +92,14 @@ def test_a_failing_task_of_a_direct_write_commits_nothing(spark, warehouse, orde
     assert committed_files(orders) == committed
 
 
-def test_dynamic_bucket_tables_are_refused_naming_the_option(spark, warehouse):
-    create_table(warehouse, orders_spec(bucket=-1))
+def test_postpone_bucket_tables_are_refused_naming_the_option(spark, warehouse):
+    """Paimon's writers park rows of a postpone table; ours would write real buckets."""
+    create_table(warehouse, orders_spec(bucket=-2))
     df = spark.createDataFrame([("2024-01-01", 1, "x")], "dt string, id bigint, v string")
 
-    with pytest.raises(InvalidOptionError, match="'bucket' is -1"):
+    with pytest.raises(InvalidOptionError, match="'bucket' is -2"):
         ingest_dataframe(df, warehouse, "db.orders")
-    with pytest.raises(Exception, match="'bucket' is -1"):
+    with pytest.raises(Exception, match="'bucket' is -2"):
         df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.orders")
 
 
