@@ -15,6 +15,8 @@ from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import Move, SchemaChange
 from pypaimon_rust.datafusion import SQLContext
 
+from dagster_paimon.errors import SchemaMismatchError
+from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
@@ -107,3 +109,35 @@ def test_files_of_older_schemas_compact_into_the_latest(warehouse, paimon_java, 
     names = [f.name for f in table.table_schema.fields]
     java = [dict(zip(names, row, strict=True)) for row in paimon_java.read(warehouse, "db", "t")]
     assert normalized(java) == model
+
+
+@pytest.mark.parametrize("case", ["add", "drop", "rename", "widen"])
+def test_ingest_of_an_older_or_wider_dataframe_names_the_difference(warehouse, case):
+    """Data shaped like the schema before a change is refused naming the columns (as Paimon's
+    writers without schema merging do); data in the new shape lands; nothing else changes."""
+    changes, new_rows, _ = CASES[case]
+    create_table(warehouse, TableSpec("db", "t", SCHEMA, ("id",), 1, (), {}))
+    write_with_pypaimon(open_table(warehouse, "db.t"), pa.Table.from_pylist(OLD_ROWS, SCHEMA))
+    open_catalog(warehouse).alter_table("db.t", changes)
+    table = open_table(warehouse, "db.t")
+    latest = table.snapshot_manager().get_latest_snapshot().id
+    old_shape = pa.Table.from_pylist(OLD_ROWS, SCHEMA)
+    expected = {
+        "add": r"missing columns \['d'\]",
+        "drop": r"columns \['b'\] are not in the table",
+        "rename": r"missing columns \['bee'\].*columns \['b'\] are not in the table",
+        "widen": None,  # int -> bigint and float -> double widen losslessly: accepted
+    }[case]
+    if expected is None:
+        ingest_arrow(table, old_shape)
+    else:
+        with pytest.raises(SchemaMismatchError, match=expected):
+            ingest_arrow(table, old_shape)
+        assert open_table(warehouse, "db.t").snapshot_manager().get_latest_snapshot().id == latest
+    ingest_arrow(
+        open_table(warehouse, "db.t"),
+        pa.Table.from_pylist(new_rows, value_schema(table.table_schema)),
+    )
+    model = normalized([r if expected is None else CASES[case][2](r) for r in OLD_ROWS])
+    model.update(normalized(new_rows))
+    assert normalized(read_rows(open_table(warehouse, "db.t"))) == model
