@@ -187,11 +187,16 @@ class CompactionResult:
         }
 
     def _units(self) -> list[dict[str, Any]]:
-        """Each task's plan, with what it wrote once executed."""
+        """Each task's plan, with what it did once executed (a file planned as an upgrade may
+        have been rewritten: its metadata hid retractions)."""
         units = []
         for i, task in enumerate(self.tasks):
             unit = task.to_dict()
-            change = self.results[i].change if self.results else None
+            result = self.results[i] if self.results else None
+            if result is not None:
+                unit["rewritten_files"] = result.rewritten_files
+                unit["upgraded_files"] = result.upgraded_files
+            change = result.change if result else None
             written = change.new_files if change else None
             unit["output_files"] = None if written is None else len(written)
             unit["output_file_names"] = [f.file_name for f in written or ()]

@@ -218,24 +218,32 @@ class _TaskRun:
         )
         return self._with_changelog(lambda sink: write_all(writer, self.merged(group, sink)))
 
-    def must_rewrite(self, upgrade: Upgrade) -> bool:
-        """A level-0 file a deletion-vector table would upgrade, yet holding retractions.
+    def rewrite_instead(self, upgrade: Upgrade) -> RewriteGroup | None:
+        """The rewrite replacing an upgrade whose file holds retractions it does not declare.
 
-        Java trusts deleteRowCount; pypaimon writes 0 even for files with -D rows, and
-        upgrading such a file would leave deletes above level 0, where readers read raw.
+        Java trusts deleteRowCount when it upgrades a file to the top level (drop-delete) or,
+        in a deletion-vector table, out of level 0; pypaimon writes 0 even for files with -D
+        rows, and upgrading those would leave deletes where readers read files raw.
         """
-        if not (self.plan.rewriter.deletion_vectors and upgrade.file.level == 0):
-            return False
         plan = self.plan
-        retracts = count_retracts(self.table, plan.partition, plan.bucket, upgrade.file)
-        if retracts:
-            log.warning(
-                "%s declares %s delete rows but holds %d; rewriting it instead of upgrading",
-                upgrade.file.file_name,
-                upgrade.file.delete_row_count,
-                retracts,
-            )
-        return retracts > 0
+        file = upgrade.file
+        out_of_level0 = plan.rewriter.deletion_vectors and upgrade.scan and file.level == 0
+        to_top = plan.drop_delete and upgrade.output_level == plan.rewriter.max_level
+        if not (out_of_level0 or to_top):
+            return None
+        retracts = count_retracts(self.table, plan.partition, plan.bucket, file)
+        if not retracts:
+            return None
+        log.warning(
+            "%s declares %s delete rows but holds %d; rewriting it instead of upgrading",
+            file.file_name,
+            file.delete_row_count,
+            retracts,
+        )
+        if out_of_level0:
+            return RewriteGroup.alone(file, drop_delete=True, changelog=True)
+        changelog = plan.rewriter.changelog_rewrite(upgrade.output_level, [file])
+        return RewriteGroup.alone(file, drop_delete=True, changelog=changelog)
 
     def scan(self, upgrade: Upgrade) -> None:
         """Run an upgraded file through the wrapper: lookups, vectors, changelog; no output."""
@@ -272,8 +280,8 @@ def run_task(table: FileStoreTable, plan: TaskPlan) -> CompactResult:
         for group in plan.rewrites:
             new_files.extend(run.rewrite(group))
         for upgrade in plan.upgrades:
-            if upgrade.scan and run.must_rewrite(upgrade):
-                group = RewriteGroup.alone(upgrade.file, drop_delete=True, changelog=True)
+            group = run.rewrite_instead(upgrade)
+            if group is not None:
                 new_files.extend(run.rewrite(group))
                 rewritten.append(upgrade.file)
                 continue
