@@ -1,0 +1,175 @@
+"""Which primary-key tables a warehouse holds: what adopting existing tables starts from.
+
+One pass over the catalog: every database, every table directory, each table's latest schema.
+Tables are named `db.table` and filtered by shell-style include/exclude patterns. Append-only
+tables and directories that are not Paimon tables are skipped with the reason logged; a
+pattern set matching no primary-key table is an error rather than an empty result.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pypaimon.catalog.catalog_exception import DatabaseNotExistException, TableNotExistException
+
+from dagster_paimon.errors import DagsterPaimonError, TableNotFoundError, WarehouseUnreachableError
+from dagster_paimon.options import bucket
+from dagster_paimon.table import open_catalog
+
+log = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TableColumn:
+    """One column as Paimon declares it."""
+
+    name: str
+    type: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class DiscoveredTable:
+    """A primary-key table as its latest schema describes it."""
+
+    identifier: str
+    columns: tuple[TableColumn, ...]
+    primary_keys: tuple[str, ...]
+    partition_keys: tuple[str, ...]
+    bucket: int
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def database(self) -> str:
+        """The database name."""
+        return self.identifier.split(".", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The table name."""
+        return self.identifier.split(".", 1)[1]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DiscoveredTable:
+        """The inverse of asdict."""
+        return cls(
+            identifier=data["identifier"],
+            columns=tuple(TableColumn(**c) for c in data["columns"]),
+            primary_keys=tuple(data["primary_keys"]),
+            partition_keys=tuple(data["partition_keys"]),
+            bucket=int(data["bucket"]),
+            options=dict(data["options"]),
+        )
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The tables adopted and the ones passed over, with why."""
+
+    warehouse: str
+    tables: tuple[DiscoveredTable, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> str:
+        """The state a code location loads instead of listing the warehouse again."""
+        return json.dumps(
+            {
+                "version": STATE_VERSION,
+                "warehouse": self.warehouse,
+                "tables": [asdict(t) for t in self.tables],
+                "skipped": [list(s) for s in self.skipped],
+            },
+            indent=1,
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Discovery:
+        """State written by to_json; another version is refused, not half-read."""
+        data = json.loads(text)
+        if data.get("version") != STATE_VERSION:
+            raise ValueError(
+                f"discovered-tables state has version {data.get('version')!r}, expected "
+                f"{STATE_VERSION}: refresh the state"
+            )
+        return cls(
+            data["warehouse"],
+            tuple(DiscoveredTable.from_dict(t) for t in data["tables"]),
+            tuple((str(a), str(b)) for a, b in data["skipped"]),
+        )
+
+
+def matches(identifier: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Shell-style patterns over `db.table`: any include (all if none), no exclude."""
+    included = not include or any(fnmatch.fnmatchcase(identifier, p) for p in include)
+    return included and not any(fnmatch.fnmatchcase(identifier, p) for p in exclude)
+
+
+def discover_tables(
+    warehouse: str,
+    catalog_options: Mapping[str, str] | None = None,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Discovery:
+    """Every primary-key table of the warehouse whose name the patterns select."""
+    catalog = open_catalog(warehouse, catalog_options)
+    try:
+        databases = sorted(catalog.list_databases())
+    except OSError as e:
+        raise WarehouseUnreachableError(f"cannot list databases of {warehouse!r}: {e}") from e
+    tables: list[DiscoveredTable] = []
+    skipped: list[tuple[str, str]] = []
+    for database in databases:
+        try:
+            names = sorted(catalog.list_tables(database))
+        except (OSError, DatabaseNotExistException) as e:
+            skipped.append((database, f"database not listable: {e}"))
+            continue
+        for name in names:
+            identifier = f"{database}.{name}"
+            if not matches(identifier, include, exclude):
+                continue
+            found = _describe(catalog, identifier)
+            if isinstance(found, str):
+                log.info("skipping %s: %s", identifier, found)
+                skipped.append((identifier, found))
+            else:
+                tables.append(found)
+    if not tables:
+        raise TableNotFoundError(
+            f"no primary-key table of {warehouse!r} matches include {list(include) or ['*']} "
+            f"exclude {list(exclude)} (skipped: {dict(skipped) or 'none'})"
+        )
+    log.info(
+        "discovered %d primary-key tables in %s, skipped %d", len(tables), warehouse, len(skipped)
+    )
+    return Discovery(warehouse, tuple(tables), tuple(skipped))
+
+
+def _describe(catalog: Any, identifier: str) -> DiscoveredTable | str:
+    """The table, or why it is not adopted."""
+    try:
+        table = catalog.get_table(identifier)
+    except TableNotExistException:
+        return "not a Paimon table (no schema)"
+    except (OSError, ValueError, KeyError, DagsterPaimonError) as e:
+        return f"unreadable schema: {e}"
+    schema = table.table_schema
+    if not schema.primary_keys:
+        return "append-only table (no primary key): nothing to compact"
+    return DiscoveredTable(
+        identifier=identifier,
+        columns=tuple(TableColumn(f.name, str(f.type), f.description) for f in schema.fields),
+        primary_keys=tuple(schema.primary_keys),
+        partition_keys=tuple(schema.partition_keys),
+        bucket=bucket(schema.options),
+        options={str(k): str(v) for k, v in schema.options.items()},
+    )
