@@ -25,6 +25,8 @@ _EXPORTS = {
     "build_compaction_asset": "dagster_paimon.dagster.compaction",
     "build_compaction_sensor": "dagster_paimon.dagster.sensors",
     "build_lsm_health_check": "dagster_paimon.dagster.checks",
+    "PaimonWarehouseComponent": "dagster_paimon.dagster.component",
+    "discover_tables": "dagster_paimon.discovery",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -38,3 +40,8 @@ def __getattr__(name: str):
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The lazy names too: `dg` lists a registry module's components by its attributes."""
+    return sorted({*globals(), *__all__})

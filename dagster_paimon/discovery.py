@@ -8,6 +8,7 @@ pattern set matching no primary-key table is an error rather than an empty resul
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import json
 import logging
@@ -15,9 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pypaimon.catalog.catalog_exception import DatabaseNotExistException, TableNotExistException
 
 from dagster_paimon.errors import DagsterPaimonError, TableNotFoundError, WarehouseUnreachableError
+from dagster_paimon.io.kv import value_schema
 from dagster_paimon.options import bucket
 from dagster_paimon.table import open_catalog
 
@@ -45,6 +48,12 @@ class DiscoveredTable:
     partition_keys: tuple[str, ...]
     bucket: int
     options: Mapping[str, str] = field(default_factory=dict)
+    arrow_schema: str = ""
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The table's columns in Arrow types (kept as base64 Arrow IPC in the state)."""
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(self.arrow_schema)))
 
     @property
     def database(self) -> str:
@@ -66,6 +75,7 @@ class DiscoveredTable:
             partition_keys=tuple(data["partition_keys"]),
             bucket=int(data["bucket"]),
             options=dict(data["options"]),
+            arrow_schema=str(data["arrow_schema"]),
         )
 
 
@@ -172,4 +182,5 @@ def _describe(catalog: Any, identifier: str) -> DiscoveredTable | str:
         partition_keys=tuple(schema.partition_keys),
         bucket=bucket(schema.options),
         options={str(k): str(v) for k, v in schema.options.items()},
+        arrow_schema=base64.b64encode(value_schema(schema).serialize().to_pybytes()).decode(),
     )

@@ -36,6 +36,7 @@ def test_discovery_adopts_primary_key_tables_and_says_why_others_are_skipped(war
         ("v", "STRING"),
     ]
     assert orders.options["deletion-vectors.enabled"] == "true"
+    assert orders.schema.equals(SCHEMA)
     assert dict(found.skipped) == {
         "shop.log": "append-only table (no primary key): nothing to compact",
         "shop.notatable": "not a Paimon table (no schema)",

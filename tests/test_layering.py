@@ -34,7 +34,7 @@ ENGINE = {
     },
     "ingest": {"base", "storage", "table", "io", "commit", "lsm.model", "lsm.merge", "ingest"},
     "maintenance": {"base", "storage", "table", "io", "commit", "maintenance"},
-    "discovery": {"base", "storage", "table", "discovery"},
+    "discovery": {"base", "storage", "table", "io", "discovery"},
 }
 ADAPTERS = {"spark": {"spark"}, "dagster": {"dagster", "spark"}, "cli": {"cli", "spark"}}
 

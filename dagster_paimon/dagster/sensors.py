@@ -1,12 +1,18 @@
-"""A health sensor per table: request compaction of exactly the partitions that need it."""
+"""Health sensors: request compaction of exactly the partitions that need it, per table or
+for every table of a warehouse at once."""
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dagster import (
+    AddDynamicPartitionsRequest,
+    AssetObservation,
     DagsterRunStatus,
     DefaultSensorStatus,
+    DynamicPartitionsDefinition,
+    JobDefinition,
     RunRequest,
     RunsFilter,
     SensorDefinition,
@@ -16,6 +22,7 @@ from dagster import (
     sensor,
 )
 
+from dagster_paimon.dagster.metadata import metric_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.errors import (
@@ -103,6 +110,40 @@ def _in_flight(context: SensorEvaluationContext, job_name: str) -> set[str]:
     return {r.tags.get(PARTITION_TAG, WHOLE_TABLE) for r in runs}
 
 
+def table_requests(
+    spec: PaimonTableSpec,
+    job_name: str,
+    levels: TableLevels,
+    cursor: SensorCursor,
+    busy: set[str],
+    keys_by_paimon: dict[tuple[tuple[str, str], ...], str],
+    *,
+    scope: str = "",
+) -> tuple[list[RunRequest], int]:
+    """Compaction requests of one table's unhealthy partitions not requested at this snapshot
+    nor in flight, and how many partitions are unhealthy; `scope` prefixes cursor and run keys
+    when one sensor serves several tables."""
+    snapshot = levels.snapshot_id or 0
+    unhealthy = unhealthy_partitions(
+        levels, spec.sensor_sorted_run_trigger, spec.sensor_max_size_amplification_percent
+    )
+    if spec.partitions_def is None:
+        targets = {WHOLE_TABLE: None} if unhealthy else {}
+    else:
+        targets = {keys_by_paimon[p]: keys_by_paimon[p] for p in unhealthy if p in keys_by_paimon}
+    requests = []
+    for name, partition_key in sorted(targets.items()):
+        if name in busy or cursor.requested.get(scope + name) == snapshot:
+            continue
+        cursor.requested[scope + name] = snapshot
+        requests.append(
+            RunRequest(
+                run_key=f"{scope}{name}@{snapshot}", job_name=job_name, partition_key=partition_key
+            )
+        )
+    return requests, len(unhealthy)
+
+
 def build_compaction_sensor(
     spec: PaimonTableSpec,
     job: Any,
@@ -129,27 +170,91 @@ def build_compaction_sensor(
         cursor = SensorCursor.parse(context.cursor)
         snapshot = levels.snapshot_id or 0
         busy = _in_flight(context, job.name)
-        unhealthy = unhealthy_partitions(
-            levels, spec.sensor_sorted_run_trigger, spec.sensor_max_size_amplification_percent
-        )
-        if spec.partitions_def is None:
-            targets = {WHOLE_TABLE: None} if unhealthy else {}
-        else:
-            by_paimon = _partition_keys_by_paimon(spec, context)
-            targets = {by_paimon[p]: by_paimon[p] for p in unhealthy if p in by_paimon}
-        requests = []
-        for name, partition_key in sorted(targets.items()):
-            if name in busy or cursor.requested.get(name) == snapshot:
-                continue
-            cursor.requested[name] = snapshot
-            requests.append(RunRequest(run_key=f"{name}@{snapshot}", partition_key=partition_key))
+        keys = _partition_keys_by_paimon(spec, context) if spec.partitions_def else {}
+        requests, unhealthy = table_requests(spec, job.name, levels, cursor, busy, keys)
         if not requests:
             return SensorResult(
                 skip_reason=f"{spec.identifier} at snapshot {snapshot}: nothing new to compact "
-                f"({len(unhealthy)} unhealthy, {len(busy)} in flight)",
+                f"({unhealthy} unhealthy, {len(busy)} in flight)",
                 cursor=cursor.dump(),
             )
         context.log.info(f"requesting compaction of {[r.partition_key for r in requests]}")
         return SensorResult(run_requests=requests, cursor=cursor.dump())
 
     return compaction_sensor
+
+
+def build_warehouse_sensor(
+    name: str,
+    tables: Sequence[tuple[PaimonTableSpec, JobDefinition]],
+    minimum_interval_seconds: int = 60,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+) -> SensorDefinition:
+    """One sensor for many tables: each tick reads every table's metadata once, records its
+    health as an observation (plotted over time), adds new Paimon partitions as dynamic
+    partitions, and requests compaction of exactly the unhealthy partitions."""
+
+    @sensor(
+        name=name,
+        jobs=[job for _, job in tables],
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"Health of {len(tables)} Paimon tables; compaction where Paimon's triggers "
+        "are exceeded.",
+    )
+    def warehouse_sensor(context: SensorEvaluationContext, warehouse: PaimonWarehouse):
+        cursor = SensorCursor.parse(context.cursor)
+        requests: list[RunRequest] = []
+        events: list[AssetObservation] = []
+        additions: list[AddDynamicPartitionsRequest] = []
+        missing: list[str] = []
+        for spec, job in tables:
+            try:
+                levels = read_levels(warehouse.open_table(spec.identifier))
+            except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
+                missing.append(f"{spec.identifier} ({e})")
+                continue
+            events.append(
+                AssetObservation(
+                    asset_key=spec.asset_key, metadata=metric_metadata(levels.health().metrics())
+                )
+            )
+            keys = {}
+            if isinstance(spec.partitions_def, DynamicPartitionsDefinition):
+                keys = {
+                    tuple(sorted(b.partition.spec.items())): b.partition.label()
+                    for b in levels.buckets
+                }
+                known = set(
+                    spec.partitions_def.get_partition_keys(
+                        dynamic_partitions_store=context.instance
+                    )
+                )
+                new = sorted(set(keys.values()) - known)
+                if new:
+                    additions.append(spec.partitions_def.build_add_request(new))
+            elif spec.partitions_def is not None:
+                keys = _partition_keys_by_paimon(spec, context)
+            found, _ = table_requests(
+                spec,
+                job.name,
+                levels,
+                cursor,
+                _in_flight(context, job.name),
+                keys,
+                scope=f"{spec.identifier}/",
+            )
+            requests += found
+        if missing:
+            context.log.warning(f"tables not readable this tick: {missing}")
+        if requests:
+            context.log.info(f"requesting compaction: {[r.run_key for r in requests]}")
+        return SensorResult(
+            run_requests=requests,
+            asset_events=events,
+            dynamic_partitions_requests=additions,
+            cursor=cursor.dump(),
+            skip_reason=None if requests else f"nothing new to compact in {len(tables)} tables",
+        )
+
+    return warehouse_sensor

@@ -1,0 +1,219 @@
+"""PaimonWarehouseComponent in a real `dg` project: YAML -> state -> definitions -> sensor -> run.
+
+A warehouse holds tables pypaimon wrote (two partitioned, one not, one append-only). A temporary
+dg project declares the component in defs.yaml; its state is refreshed as `dg utils
+refresh-defs-state` does, and Dagster's own loader builds the definitions. A sensor tick adds
+the Paimon partitions as dynamic partitions, records each table's health as an observation and
+requests compaction of exactly the unhealthy partition; that run compacts it and pypaimon reads
+the model back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+from dagster.components import StateBackedComponent
+from dagster.components.core.component_tree import ComponentTree
+from pypaimon import Schema
+
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.table import TableSpec, create_table, open_catalog, open_table
+from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon
+from tests.lsm.kvmodel import read_rows
+
+EVENTS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+
+
+def build_warehouse(warehouse: str) -> dict:
+    """shop.orders (2 partitions, dt=2024-01-01 over the trigger), shop.events (unpartitioned),
+    sales.orders (partitioned, healthy) and an append-only shop.log; returns shop.orders' model."""
+    orders = create_table(warehouse, replace(orders_spec(), database="shop"))
+    model: dict = {}
+    for commit in range(7):
+        batch = orders_batch(commit)
+        if commit >= 2:  # later commits only touch the first day: its buckets pile up runs
+            batch = batch.filter(pa.compute.equal(batch.column("dt"), "2024-01-01"))
+        write_with_pypaimon(orders, batch)
+        model.update({(r["dt"], r["id"]): r for r in batch.to_pylist()})
+    sales = create_table(
+        warehouse, TableSpec("sales", "orders", ORDERS_SCHEMA, ("dt", "id"), 1, ("dt",))
+    )
+    write_with_pypaimon(sales, orders_batch(0))
+    events = create_table(warehouse, TableSpec("shop", "events", EVENTS, ("id",), 1))
+    write_with_pypaimon(events, pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=EVENTS))
+    open_catalog(warehouse).create_table("shop.log", Schema.from_pyarrow_schema(EVENTS), False)
+    return model
+
+
+def make_project(root: Path, attributes: str) -> str:
+    """A dg project whose defs folder holds one component instance; returns its module."""
+    module = f"proj_{uuid.uuid4().hex[:8]}"
+    (root / "src" / module / "defs" / "warehouse").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent(
+            f"""
+            [project]
+            name = "{module}"
+            version = "0.0.1"
+
+            [tool.dg]
+            directory_type = "project"
+
+            [tool.dg.project]
+            root_module = "{module}"
+            """
+        )
+    )
+    (root / "src" / module / "__init__.py").write_text("")
+    (root / "src" / module / "defs" / "__init__.py").write_text("")
+    (root / "src" / module / "defs" / "warehouse" / "defs.yaml").write_text(
+        "type: dagster_paimon.PaimonWarehouseComponent\nattributes:\n"
+        + textwrap.indent(textwrap.dedent(attributes).strip(), "  ")
+        + "\n"
+    )
+    sys.path.insert(0, str(root / "src"))
+    return module
+
+
+def refresh(root: Path) -> None:
+    """What `dg utils refresh-defs-state` does: every state-backed component writes its state."""
+    tree = ComponentTree.for_project(root)
+    for component in tree.get_all_components(of_type=StateBackedComponent):
+        asyncio.run(component.refresh_state(tree.project_root))
+
+
+def load(root: Path) -> dg.Definitions:
+    """The project's definitions through Dagster's own loader."""
+    return dg.load_from_defs_folder(path_within_project=root)
+
+
+ATTRIBUTES = """
+warehouse:
+  uri: "{{ env('TEST_PAIMON_WAREHOUSE') }}"
+tables:
+  include: ["shop.*", "sales.*"]
+  exclude: ["*.tmp_*"]
+compaction:
+  sensor: true
+  full_cron: "0 3 * * *"
+expire_snapshots:
+  cron: "20 * * * *"
+"""
+
+
+@pytest.fixture
+def project(tmp_path, warehouse, monkeypatch):
+    """The warehouse, the project, the model of shop.orders."""
+    model = build_warehouse(warehouse)
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
+    root = tmp_path / "project"
+    make_project(root, ATTRIBUTES)
+    return root, warehouse, model
+
+
+def test_state_then_definitions_then_sensor_then_compaction(project):
+    root, warehouse, model = project
+    assert load(root).resolve_asset_graph().get_all_asset_keys() == set(), "no state, no defs"
+    refresh(root)
+    defs = load(root)
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    tables = ("shop/orders", "shop/events", "sales/orders")
+    assert keys == {*tables, *(f"{t}/compaction" for t in tables)}, "append-only shop.log skipped"
+    graph = defs.resolve_asset_graph()
+    orders = graph.get(dg.AssetKey(["shop", "orders"]))
+    assert not orders.is_materializable, "adopted tables are external assets"
+    columns = orders.metadata["dagster/column_schema"].columns
+    assert [c.name for c in columns] == ORDERS_SCHEMA.names
+    checks = {k.name for k in graph.asset_check_keys}
+    assert checks == {"lsm_health"}
+    assert len(graph.asset_check_keys) == 3
+    jobs = {j.name for j in defs.resolve_all_job_defs()}
+    assert {"compact_shop_orders", "shop_orders_expire_snapshots"} <= jobs
+    schedules = {s.name: s.cron_schedule for s in defs.schedules}
+    assert schedules["shop_orders_full_compaction_schedule"] == "0 3 * * *"
+    assert schedules["shop_orders_expire_snapshots_schedule"] == "20 * * * *"
+    (sensor,) = defs.sensors
+
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(
+            instance=instance, resources={"warehouse": defs.resources["warehouse"]}
+        )
+        result = sensor(context)
+        added = {
+            r.partitions_def_name: set(r.partition_keys) for r in result.dynamic_partitions_requests
+        }
+        assert added == {
+            "paimon_shop_orders": {"dt=2024-01-01", "dt=2024-01-02"},
+            "paimon_sales_orders": {"dt=2024-01-01", "dt=2024-01-02"},
+        }
+        observed = {e.asset_key.to_user_string(): e.metadata for e in result.asset_events}
+        assert set(observed) == set(tables)
+        runs = observed["shop/orders"]["paimon/max_sorted_runs"].value
+        assert runs == 7 and observed["shop/events"]["paimon/max_sorted_runs"].value == 1
+        assert [(r.job_name, r.partition_key) for r in result.run_requests] == [
+            ("compact_shop_orders", "dt=2024-01-01")
+        ]
+        for request in result.dynamic_partitions_requests:
+            instance.add_dynamic_partitions(
+                request.partitions_def_name, list(request.partition_keys)
+            )
+        again = sensor(
+            dg.build_sensor_context(
+                instance=instance,
+                cursor=result.cursor,
+                resources={"warehouse": defs.resources["warehouse"]},
+            )
+        )
+        assert not again.run_requests, "the cursor keeps a tick from asking twice"
+
+        job = defs.resolve_job_def("compact_shop_orders")
+        run = job.execute_in_process(instance=instance, partition_key="dt=2024-01-01")
+        assert run.success
+    table = open_table(warehouse, "shop.orders")
+    first_day = [b for b in read_levels(table).buckets if b.partition.spec["dt"] == "2024-01-01"]
+    assert all(b.levels.number_of_sorted_runs() <= 5 for b in first_day)
+    got = {(r["dt"], r["id"]): r for r in read_rows(table)}
+    assert got == model
+
+
+def failure(root: Path) -> str:
+    """The refresh's error and every error it was raised from, as one text."""
+    with pytest.raises(Exception) as caught:
+        refresh(root)
+    texts, error = [], caught.value
+    while error is not None:
+        texts.append(f"{type(error).__name__}: {error}")
+        error = error.__cause__ or error.__context__
+    return "\n".join(texts)
+
+
+def test_bad_configuration_is_a_specific_error(tmp_path, warehouse, monkeypatch):
+    build_warehouse(warehouse)
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
+    typo = tmp_path / "typo"
+    make_project(typo, ATTRIBUTES.replace("compaction:", "compactoin:"))
+    assert "compactoin" in failure(typo) and "Extra inputs are not permitted" in failure(typo)
+    nothing = tmp_path / "nothing"
+    make_project(nothing, ATTRIBUTES.replace('["shop.*", "sales.*"]', '["crm.*"]'))
+    assert "TableNotFoundError: no primary-key table" in failure(nothing)
+    gone = tmp_path / "gone"
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", str(tmp_path / "missing"))
+    make_project(gone, ATTRIBUTES)
+    assert "WarehouseUnreachableError" in failure(gone)
+    assert not list((gone / "src").rglob("state")), "a failed refresh writes no state"
+
+
+def test_dg_finds_the_component_through_the_registry_entry_point():
+    """`dg list components` reads the dagster_dg_cli.registry_modules entry point."""
+    from dagster.components.core.package_entry import discover_entry_point_package_objects
+
+    keys = {f"{k.namespace}.{k.name}" for k in discover_entry_point_package_objects()}
+    assert "dagster_paimon.PaimonWarehouseComponent" in keys
