@@ -25,10 +25,14 @@ from dagster.components import (
     DefsStateConfig,
     DefsStateConfigArgs,
     ResolvedDefsStateConfig,
+    Scaffolder,
+    ScaffoldRequest,
     StateBackedComponent,
+    scaffold_with,
 )
+from dagster.components.component_scaffolding import scaffold_component
 from dagster_pyspark import LazyPySparkResource
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from dagster_paimon.dagster.checks import build_lsm_health_check
 from dagster_paimon.dagster.compaction import CompactionConfig, build_compaction_asset
@@ -93,6 +97,42 @@ class ScheduleArgs(dg.Resolvable, dg.Model):
     cron: str
 
 
+class ScaffoldParams(BaseModel):
+    """`dg scaffold defs dagster_paimon.PaimonWarehouseComponent <path> --uri ...`."""
+
+    uri: str | None = None
+
+
+class PaimonWarehouseScaffolder(Scaffolder[ScaffoldParams]):
+    """A defs.yaml adopting every primary-key table, the warehouse from PAIMON_WAREHOUSE."""
+
+    @classmethod
+    def get_scaffold_params(cls) -> type[ScaffoldParams]:
+        """The scaffold command's options."""
+        return ScaffoldParams
+
+    def scaffold(self, request: ScaffoldRequest[ScaffoldParams]) -> None:
+        """Write defs.yaml with the defaults spelled out, ready to edit."""
+        uri = request.params.uri if request.params else None
+        scaffold_component(
+            request,
+            {
+                "warehouse": {"uri": uri or "{{ env('PAIMON_WAREHOUSE') }}"},
+                "tables": {"include": ["*"], "exclude": []},
+                "compaction": {
+                    "sensor": True,
+                    "executor": "local",
+                    "full_cron": DEFAULTS.full_compaction,
+                },
+                "expire_snapshots": {"cron": DEFAULTS.expire_snapshots},
+                "expire_changelogs": {"cron": DEFAULTS.expire_changelogs},
+                "compact_manifests": {"cron": DEFAULTS.compact_manifests},
+                "remove_orphans": {"cron": DEFAULTS.remove_orphans},
+            },
+        )
+
+
+@scaffold_with(PaimonWarehouseScaffolder)
 class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
     """Adopts the primary-key tables of a Paimon warehouse: compaction, health, maintenance."""
 

@@ -217,3 +217,25 @@ def test_dg_finds_the_component_through_the_registry_entry_point():
 
     keys = {f"{k.namespace}.{k.name}" for k in discover_entry_point_package_objects()}
     assert "dagster_paimon.PaimonWarehouseComponent" in keys
+
+
+def test_scaffolding_writes_a_loadable_defs_yaml(warehouse):
+    """`dg scaffold defs` output (through Dagster's sandbox) loads and adopts the tables."""
+    from dagster.components.testing import create_defs_folder_sandbox
+
+    from dagster_paimon import PaimonWarehouseComponent
+
+    build_warehouse(warehouse)
+    with create_defs_folder_sandbox() as sandbox:
+        path = sandbox.scaffold_component(
+            component_cls=PaimonWarehouseComponent, scaffold_params={"uri": warehouse}
+        )
+        text = (path / "defs.yaml").read_text()
+        assert text.startswith("type: dagster_paimon.") and "PaimonWarehouseComponent" in text
+        assert f"uri: {warehouse}" in text and "full_cron: 0 2 * * *" in text
+        with sandbox.build_component_tree() as tree:
+            component = tree.load_component(path)
+            asyncio.run(component.refresh_state(tree.project_root))
+        with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
+            keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert {"shop/orders", "shop/events", "sales/orders"} <= keys
