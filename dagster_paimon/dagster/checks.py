@@ -1,9 +1,14 @@
 """The `lsm_health` asset check: sorted runs and size amplification against Paimon's limits."""
 
-from dagster import AssetCheckResult, AssetChecksDefinition, AssetCheckSeverity, asset_check
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    asset_check,
+)
 
 from dagster_paimon.dagster.metadata import health_metadata
-from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import read_levels
@@ -45,9 +50,10 @@ def build_lsm_health_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
         asset=spec.asset_key,
         name=LSM_HEALTH_CHECK,
         description="Sorted runs and size amplification of every bucket vs Paimon's triggers.",
+        required_resource_keys={spec.warehouse_key},
     )
-    def lsm_health(warehouse: PaimonWarehouse) -> AssetCheckResult:
-        levels = read_levels(warehouse.open_table(spec.identifier))
+    def lsm_health(context: AssetCheckExecutionContext) -> AssetCheckResult:
+        levels = read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
         options = levels.options
         return evaluate_health(
             levels.health(),

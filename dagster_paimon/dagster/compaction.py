@@ -1,19 +1,11 @@
 """The compaction asset: universal (or full) compaction of one partition's buckets."""
 
-from typing import Any, Literal
+from typing import Literal
 
-from dagster import (
-    AssetExecutionContext,
-    AssetsDefinition,
-    Config,
-    MaterializeResult,
-    ResourceParam,
-    asset,
-)
+from dagster import AssetExecutionContext, AssetsDefinition, Config, MaterializeResult, asset
 from pydantic import Field
 
 from dagster_paimon.dagster.metadata import health_metadata, metric_metadata
-from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
@@ -31,8 +23,8 @@ class CompactionConfig(Config):
 def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
     """<db>/<table>/compaction, downstream of the ingest asset with the same partitions.
 
-    Needs the `warehouse` resource and a `pyspark` resource, which is only started when the
-    run's config asks for the Spark executor (use LazyPySparkResource).
+    Needs the spec's warehouse resource and its PySpark resource, which is only started when
+    the run's config asks for the Spark executor (use LazyPySparkResource).
     """
 
     @asset(
@@ -43,13 +35,10 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
         group_name=spec.database,
         kinds={"paimon"},
         description=f"Compaction of {spec.identifier}: merges sorted runs per bucket.",
+        required_resource_keys={spec.warehouse_key, spec.spark_key},
     )
-    def compaction(
-        context: AssetExecutionContext,
-        config: CompactionConfig,
-        warehouse: PaimonWarehouse,
-        pyspark: ResourceParam[Any],
-    ) -> MaterializeResult:
+    def compaction(context: AssetExecutionContext, config: CompactionConfig) -> MaterializeResult:
+        warehouse = spec.warehouse(context.resources)
         table = warehouse.open_table(spec.identifier)
         partition = spec.paimon_partition(
             context.partition_key if context.has_partition_key else None
@@ -58,7 +47,7 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
         if config.executor == "spark":
             from dagster_paimon.spark.executor import SparkExecutor
 
-            executor = SparkExecutor(pyspark.spark_session)
+            executor = SparkExecutor(getattr(context.resources, spec.spark_key).spark_session)
         report = compact_table(
             table,
             warehouse.table_ref(spec.identifier),

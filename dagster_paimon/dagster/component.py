@@ -3,12 +3,14 @@
 A state-backed Dagster component. Refreshing its state (`dg utils refresh-defs-state`, or a
 `dg`/`dagster dev` load) lists the warehouse once (`dagster_paimon.discovery`) and stores the
 tables found; loading the code location builds from that state without touching the
-warehouse. Each adopted table gets the same definitions as a Python-declared one, from the same
-builders: an external asset `<db>/<table>` (its rows are written elsewhere) with its column
-schema, the `<db>/<table>/compaction` asset and its job, the `lsm_health` check, and the
-maintenance jobs and schedules. Paimon partitions become dynamic partitions, which the
-component's one sensor adds as they appear; each tick it also records every table's health as
-an observation and requests compaction of exactly the partitions over Paimon's triggers.
+warehouse. Its resources have keys of their own (`paimon_warehouse_<hash of the URI>`), so
+it sits next to Python-declared tables in one code location. Each adopted table gets the same
+definitions as a Python-declared one, from the same builders: an external asset `<db>/<table>`
+(its rows are written elsewhere) with its column schema, the `<db>/<table>/compaction` asset
+and its job, the `lsm_health` check, and the maintenance jobs and schedules. Paimon partitions
+become dynamic partitions, which the component's one sensor adds as they appear; each tick it
+also records every table's health as an observation and requests compaction of exactly the
+partitions over Paimon's triggers.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import sys
 import tempfile
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -183,10 +186,12 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
             compact_manifests=self.compact_manifests.cron,
             remove_orphans=self.remove_orphans.cron,
         )
+        tag = f"{zlib.crc32(self.warehouse.uri.encode()):08x}"
+        keys = {"warehouse_key": f"paimon_warehouse_{tag}", "spark_key": f"paimon_spark_{tag}"}
         parts = []
         watched = []
         for table in discovery.tables:
-            spec = adopted_spec(table)
+            spec = replace(adopted_spec(table), **keys)
             compaction = build_compaction_asset(spec)
             job = dg.define_asset_job(
                 compaction_job_name(spec),
@@ -211,7 +216,7 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
             )
             parts.append(build_maintenance_definitions(spec, crons))
         if self.compaction.sensor and watched:
-            name = f"paimon_warehouse_sensor_{zlib.crc32(self.warehouse.uri.encode()):08x}"
+            name = f"paimon_warehouse_sensor_{tag}"
             parts.append(
                 dg.Definitions(
                     sensors=[
@@ -222,7 +227,7 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
                 )
             )
         spark = LazyPySparkResource(spark_config={"spark.pyspark.python": sys.executable})
-        resources = {"warehouse": self.warehouse.resource(), "pyspark": spark}
+        resources = {keys["warehouse_key"]: self.warehouse.resource(), keys["spark_key"]: spark}
         return dg.Definitions.merge(*parts, dg.Definitions(resources=resources))
 
 

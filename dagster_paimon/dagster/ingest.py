@@ -1,20 +1,18 @@
 """The ingest asset: the user's Spark DataFrame lands in the table as level-0 files."""
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
     BackfillPolicy,
     MaterializeResult,
-    ResourceParam,
     asset,
 )
 from pyspark.sql import DataFrame, SparkSession
 
 from dagster_paimon.dagster.metadata import column_schema, health_metadata, metric_metadata
-from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.spark.ingest import ingest_dataframe
@@ -60,8 +58,8 @@ def build_ingest_asset(
 ) -> AssetsDefinition:
     """<db>/<table>: create the table on first run, then write `fn`'s DataFrame.
 
-    Needs the `warehouse` resource and a `pyspark` resource (dagster-pyspark's PySparkResource
-    or LazyPySparkResource).
+    Needs the spec's warehouse resource and its PySpark resource (dagster-pyspark's
+    PySparkResource or LazyPySparkResource).
     """
 
     @asset(
@@ -72,14 +70,12 @@ def build_ingest_asset(
         kinds={"paimon", "spark"},
         description=spec.description or f"Primary-key Paimon table {spec.identifier}.",
         metadata={"dagster/column_schema": column_schema(spec.schema, spec.primary_keys)},
+        required_resource_keys={spec.warehouse_key, spec.spark_key},
     )
-    def ingest(
-        context: AssetExecutionContext,
-        warehouse: PaimonWarehouse,
-        pyspark: ResourceParam[Any],
-    ) -> MaterializeResult:
+    def ingest(context: AssetExecutionContext) -> MaterializeResult:
+        warehouse = spec.warehouse(context.resources)
         table = warehouse.create_table(spec)
-        spark = pyspark.spark_session
+        spark = getattr(context.resources, spec.spark_key).spark_session
         register(spark)
         report = ingest_dataframe(
             _partition_frames(context, spark, fn),

@@ -89,12 +89,14 @@ def _maintenance_job(
 ) -> JobDefinition:
     """One op wrapped in one job, recording the result's metrics on the op's output."""
 
-    @op(name=f"{spec.database}_{spec.name}_{name}_op", pool=pool, description=description)
-    def maintenance_op(
-        context: OpExecutionContext,
-        config: config_type,
-        warehouse: PaimonWarehouse,  # type: ignore[valid-type]
-    ) -> None:
+    @op(
+        name=f"{spec.database}_{spec.name}_{name}_op",
+        pool=pool,
+        description=description,
+        required_resource_keys={spec.warehouse_key},
+    )
+    def maintenance_op(context: OpExecutionContext, config: config_type) -> None:  # type: ignore[valid-type]
+        warehouse = spec.warehouse(context.resources)
         table = warehouse.open_table(spec.identifier)
         result = run(warehouse, table, config)
         context.log.info(result.summary())

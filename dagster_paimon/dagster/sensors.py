@@ -23,7 +23,6 @@ from dagster import (
 )
 
 from dagster_paimon.dagster.metadata import metric_metadata
-from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.errors import (
     DatabaseNotFoundError,
@@ -161,10 +160,11 @@ def build_compaction_sensor(
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description=f"Requests compaction of {spec.identifier} partitions over Paimon's triggers.",
+        required_resource_keys={spec.warehouse_key},
     )
-    def compaction_sensor(context: SensorEvaluationContext, warehouse: PaimonWarehouse):
+    def compaction_sensor(context: SensorEvaluationContext, **resources):
         try:
-            levels = read_levels(warehouse.open_table(spec.identifier))
+            levels = read_levels(resources[spec.warehouse_key].open_table(spec.identifier))
         except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
             return SkipReason(f"{spec.identifier} is not there yet: {e}")
         cursor = SensorCursor.parse(context.cursor)
@@ -201,8 +201,9 @@ def build_warehouse_sensor(
         default_status=default_status,
         description=f"Health of {len(tables)} Paimon tables; compaction where Paimon's triggers "
         "are exceeded.",
+        required_resource_keys={spec.warehouse_key for spec, _ in tables},
     )
-    def warehouse_sensor(context: SensorEvaluationContext, warehouse: PaimonWarehouse):
+    def warehouse_sensor(context: SensorEvaluationContext, **resources):
         cursor = SensorCursor.parse(context.cursor)
         requests: list[RunRequest] = []
         events: list[AssetObservation] = []
@@ -210,7 +211,7 @@ def build_warehouse_sensor(
         missing: list[str] = []
         for spec, job in tables:
             try:
-                levels = read_levels(warehouse.open_table(spec.identifier))
+                levels = read_levels(resources[spec.warehouse_key].open_table(spec.identifier))
             except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
                 missing.append(f"{spec.identifier} ({e})")
                 continue

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from dagster import AssetKey, PartitionsDefinition
 
+from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.table import TableSpec
 
 PartitionMapping = Callable[[str], Mapping[str, str]]
@@ -18,6 +20,8 @@ class PaimonTableSpec(TableSpec):
 
     The sensor thresholds default to the table's `num-sorted-run.compaction-trigger` and
     `compaction.max-size-amplification-percent`; set them to compact earlier or later.
+    `warehouse_key` and `spark_key` name the resources (PaimonWarehouse, a PySpark resource)
+    every definition of the table uses.
     """
 
     partitions_def: PartitionsDefinition | None = None
@@ -25,6 +29,8 @@ class PaimonTableSpec(TableSpec):
     description: str | None = None
     sensor_sorted_run_trigger: int | None = None
     sensor_max_size_amplification_percent: int | None = None
+    warehouse_key: str = "warehouse"
+    spark_key: str = "pyspark"
 
     def __post_init__(self) -> None:
         """Partitioned assets need a way to name the Paimon partition of a Dagster partition."""
@@ -52,6 +58,10 @@ class PaimonTableSpec(TableSpec):
     def pool(self) -> str:
         """One compaction of a table at a time: a Dagster pool per table."""
         return f"paimon_compaction_{self.database}_{self.name}"
+
+    def warehouse(self, resources: Any) -> PaimonWarehouse:
+        """This table's warehouse resource among a context's resources."""
+        return getattr(resources, self.warehouse_key)
 
     def paimon_partition(self, partition_key: str | None) -> dict[str, str] | None:
         """The Paimon partition a Dagster partition key stands for (None: whole table)."""

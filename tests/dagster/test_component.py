@@ -143,9 +143,9 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
     (sensor,) = defs.sensors
 
     with dg.instance_for_test() as instance:
-        context = dg.build_sensor_context(
-            instance=instance, resources={"warehouse": defs.resources["warehouse"]}
-        )
+        (key,) = [k for k in defs.resources if k.startswith("paimon_warehouse_")]
+        resources = {key: defs.resources[key]}
+        context = dg.build_sensor_context(instance=instance, resources=resources)
         result = sensor(context)
         added = {
             r.partitions_def_name: set(r.partition_keys) for r in result.dynamic_partitions_requests
@@ -169,7 +169,7 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
             dg.build_sensor_context(
                 instance=instance,
                 cursor=result.cursor,
-                resources={"warehouse": defs.resources["warehouse"]},
+                resources=resources,
             )
         )
         assert not again.run_requests, "the cursor keeps a tick from asking twice"
