@@ -249,7 +249,9 @@ def build_warehouse_sensor(
         if missing:
             context.log.warning(f"tables not readable this tick: {missing}")
         if requests:
-            context.log.info(f"requesting compaction: {[r.run_key for r in requests]}")
+            shown = ", ".join(r.run_key or "" for r in requests[:10])
+            more = f" and {len(requests) - 10} more" if len(requests) > 10 else ""
+            context.log.info(f"requesting compaction of {len(requests)} partitions: {shown}{more}")
         return SensorResult(
             run_requests=requests,
             asset_events=events,

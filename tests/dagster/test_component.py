@@ -142,7 +142,10 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
     assert schedules["shop_orders_expire_snapshots_schedule"] == "20 * * * *"
     (sensor,) = defs.sensors
 
-    with dg.instance_for_test() as instance:
+    logs = {
+        "python_logs": {"managed_python_loggers": ["dagster_paimon"], "python_log_level": "INFO"}
+    }
+    with dg.instance_for_test(overrides=logs) as instance:
         (key,) = [k for k in defs.resources if k.startswith("paimon_warehouse_")]
         resources = {key: defs.resources[key]}
         context = dg.build_sensor_context(instance=instance, resources=resources)
@@ -177,6 +180,10 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
         job = defs.resolve_job_def("compact_shop_orders")
         run = job.execute_in_process(instance=instance, partition_key="dt=2024-01-01")
         assert run.success
+        messages = [e.user_message for e in instance.all_logs(run.run_id)]
+        assert any(m.startswith("compacted dt=2024-01-01 bucket") for m in messages), (
+            "library progress logs reach the run logs"
+        )
     table = open_table(warehouse, "shop.orders")
     first_day = [b for b in read_levels(table).buckets if b.partition.spec["dt"] == "2024-01-01"]
     assert all(b.levels.number_of_sorted_runs() <= 5 for b in first_day)
