@@ -17,6 +17,7 @@ sync: uv
 run: sync
 	mkdir -p "$(DAGSTER_HOME)" "$(PAIMON_WAREHOUSE)"
 	[ -f "$(DAGSTER_HOME)/dagster.yaml" ] || cp dagster.yaml "$(DAGSTER_HOME)/dagster.yaml"
+	PAIMON_WAREHOUSE="$(PAIMON_WAREHOUSE)" $(UV) run --locked python resources/external.py
 	PAIMON_WAREHOUSE="$(PAIMON_WAREHOUSE)" DAGSTER_HOME="$(DAGSTER_HOME)" \
 		$(UV) run --locked dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
 

@@ -1,9 +1,10 @@
-"""The example code location: one Definitions built from assets/, resources/ and schedules/."""
+"""The example code location: tables declared in Python (assets/, resources/, schedules/) and a
+component adopting a table pypaimon writes (defs/), merged into one Definitions."""
 
 import sys
 from pathlib import Path
 
-from dagster import Definitions
+from dagster import Definitions, load_from_defs_folder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -17,4 +18,5 @@ defs = Definitions.merge(
     build_paimon_table_definitions(PROFILES, profiles_feed),
     maintenance(),
     Definitions(resources={"warehouse": warehouse_resource(), "pyspark": spark_resource()}),
+    load_from_defs_folder(path_within_project=Path(__file__).resolve().parent),
 )

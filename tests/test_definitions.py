@@ -24,7 +24,10 @@ def test_every_table_has_ingest_compaction_check_and_sensor():
     checks = {c.name for c in graph.asset_check_keys}
     assert checks == {"lsm_health"}
     sensors = {s.name for s in defs.sensors}
-    assert sensors == {"shop_orders_compaction_sensor", "shop_customer_profiles_compaction_sensor"}
+    declared = {"shop_orders_compaction_sensor", "shop_customer_profiles_compaction_sensor"}
+    assert declared <= sensors
+    # the adopting component's sensor exists once its state was refreshed (dg, dagster dev)
+    assert all(s.startswith("paimon_warehouse_sensor_") for s in sensors - declared)
 
 
 def test_dagster_cli_validates_the_workspace(tmp_path):

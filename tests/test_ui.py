@@ -1,5 +1,6 @@
 """The example deployment in a real browser: `dagster dev` plus headless Chromium."""
 
+import json
 import os
 import shutil
 import signal
@@ -56,6 +57,12 @@ def dagster_dev(tmp_path):
         "PAIMON_WAREHOUSE": str(tmp_path / "warehouse"),
     }
     (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
+    # as `make run` does: an outside writer (pypaimon) fills the table the component adopts
+    seeded = subprocess.run(
+        [sys.executable, "resources/external.py"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert seeded.returncode == 0, seeded.stderr[-2000:]
     dagster = str(Path(sys.executable).parent / "dagster")
     process = subprocess.Popen(
         [dagster, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
@@ -87,7 +94,7 @@ def chromium(*args: str, profile: Path) -> str:
 
 
 def test_asset_graph_shows_the_tables_and_their_compaction_assets(dagster_dev, tmp_path):
-    page = f"{dagster_dev}/asset-groups/shop"
+    page = f"{dagster_dev}/locations/dagster_paimon_example/asset-groups/shop"
     dom = ""
     for _ in range(4):
         dom = chromium("--dump-dom", page, profile=tmp_path / "chrome")
@@ -103,5 +110,48 @@ def test_asset_graph_shows_the_tables_and_their_compaction_assets(dagster_dev, t
         assert f"/assets/{asset}?" in dom or f'/assets/{asset}"' in dom, asset
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "asset-graph.png"
+    chromium(f"--screenshot={shot}", page, profile=tmp_path / "chrome")
+    assert shot.stat().st_size > 10_000
+
+
+def graphql(url: str, query: str) -> dict:
+    """One GraphQL request to the webserver."""
+    request = urllib.request.Request(
+        f"{url}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+OBSERVATIONS = """
+{ assetOrError(assetKey: {path: ["pos", "sales"]}) {
+    ... on Asset { assetObservations(limit: 5) { metadataEntries { label } } } } }
+"""
+
+
+def test_the_adopted_table_shows_the_sensors_health_observations(dagster_dev, tmp_path):
+    """pos.sales, written by pypaimon and adopted in defs/pos/defs.yaml: the component's sensor
+    (run by dagster dev's daemon) records its health, which its asset page shows."""
+    deadline = time.monotonic() + 150
+    observations: list = []
+    while time.monotonic() < deadline and not observations:
+        answer = graphql(dagster_dev, OBSERVATIONS)
+        observations = answer["data"]["assetOrError"].get("assetObservations") or []
+        time.sleep(3)
+    assert observations, "the sensor recorded no observation of pos/sales"
+    labels = {e["label"] for e in observations[0]["metadataEntries"]}
+    assert {"paimon/max_sorted_runs", "paimon/files", "paimon/total_bytes"} <= labels
+    page = f"{dagster_dev}/assets/pos/sales"
+    dom = ""
+    for _ in range(4):
+        dom = chromium("--dump-dom", page, profile=tmp_path / "chrome")
+        if "paimon/max_sorted_runs" in dom:
+            break
+        time.sleep(5)
+    assert "paimon/max_sorted_runs" in dom, "the asset page shows the observed health"
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "adopted-table.png"
     chromium(f"--screenshot={shot}", page, profile=tmp_path / "chrome")
     assert shot.stat().st_size > 10_000

@@ -162,9 +162,9 @@ def build_compaction_sensor(
         description=f"Requests compaction of {spec.identifier} partitions over Paimon's triggers.",
         required_resource_keys={spec.warehouse_key},
     )
-    def compaction_sensor(context: SensorEvaluationContext, **resources):
+    def compaction_sensor(context: SensorEvaluationContext, **_resources):
         try:
-            levels = read_levels(resources[spec.warehouse_key].open_table(spec.identifier))
+            levels = read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
         except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
             return SkipReason(f"{spec.identifier} is not there yet: {e}")
         cursor = SensorCursor.parse(context.cursor)
@@ -203,7 +203,7 @@ def build_warehouse_sensor(
         "are exceeded.",
         required_resource_keys={spec.warehouse_key for spec, _ in tables},
     )
-    def warehouse_sensor(context: SensorEvaluationContext, **resources):
+    def warehouse_sensor(context: SensorEvaluationContext, **_resources):
         cursor = SensorCursor.parse(context.cursor)
         requests: list[RunRequest] = []
         events: list[AssetObservation] = []
@@ -211,7 +211,7 @@ def build_warehouse_sensor(
         missing: list[str] = []
         for spec, job in tables:
             try:
-                levels = read_levels(resources[spec.warehouse_key].open_table(spec.identifier))
+                levels = read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
             except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
                 missing.append(f"{spec.identifier} ({e})")
                 continue

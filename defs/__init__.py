@@ -1,0 +1,1 @@
+"""Component instances of the example deployment: the defs folder definitions.py loads."""
