@@ -31,6 +31,7 @@ from dagster_paimon.errors import (
 )
 from dagster_paimon.lsm.model.health import BucketHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
+from dagster_paimon.maintenance.metadata import parallel_map
 
 IN_FLIGHT = [
     DagsterRunStatus.QUEUED,
@@ -103,12 +104,6 @@ def _partition_keys_by_paimon(
     return {tuple(sorted(spec.paimon_partition(k).items())): k for k in keys}
 
 
-def _in_flight(context: SensorEvaluationContext, job_name: str) -> set[str]:
-    """Partition keys (or WHOLE_TABLE) with a compaction run queued or running."""
-    runs = context.instance.get_runs(filters=RunsFilter(job_name=job_name, statuses=IN_FLIGHT))
-    return {r.tags.get(PARTITION_TAG, WHOLE_TABLE) for r in runs}
-
-
 def table_requests(
     spec: PaimonTableSpec,
     job_name: str,
@@ -143,6 +138,14 @@ def table_requests(
     return requests, len(unhealthy)
 
 
+def _in_flight_by_job(context: SensorEvaluationContext) -> dict[str, set[str]]:
+    """Partition keys (or WHOLE_TABLE) with a run queued or running, per job: one query."""
+    busy: dict[str, set[str]] = {}
+    for run in context.instance.get_runs(filters=RunsFilter(statuses=IN_FLIGHT)):
+        busy.setdefault(run.job_name, set()).add(run.tags.get(PARTITION_TAG, WHOLE_TABLE))
+    return busy
+
+
 def build_compaction_sensor(
     spec: PaimonTableSpec,
     job: Any,
@@ -169,7 +172,7 @@ def build_compaction_sensor(
             return SkipReason(f"{spec.identifier} is not there yet: {e}")
         cursor = SensorCursor.parse(context.cursor)
         snapshot = levels.snapshot_id or 0
-        busy = _in_flight(context, job.name)
+        busy = _in_flight_by_job(context).get(job.name, set())
         keys = _partition_keys_by_paimon(spec, context) if spec.partitions_def else {}
         requests, unhealthy = table_requests(spec, job.name, levels, cursor, busy, keys)
         if not requests:
@@ -190,9 +193,10 @@ def build_warehouse_sensor(
     minimum_interval_seconds: int = 60,
     default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
 ) -> SensorDefinition:
-    """One sensor for many tables: each tick reads every table's metadata once, records its
-    health as an observation (plotted over time), adds new Paimon partitions as dynamic
-    partitions, and requests compaction of exactly the unhealthy partitions."""
+    """One sensor for many tables: each tick reads every table's metadata once (in parallel:
+    object stores are latency-bound), records its health as an observation (plotted over time),
+    adds new Paimon partitions as dynamic partitions, and requests compaction of exactly the
+    unhealthy partitions."""
 
     @sensor(
         name=name,
@@ -209,11 +213,18 @@ def build_warehouse_sensor(
         events: list[AssetObservation] = []
         additions: list[AddDynamicPartitionsRequest] = []
         missing: list[str] = []
-        for spec, job in tables:
+
+        def read(target: tuple[PaimonTableSpec, JobDefinition]) -> TableLevels | Exception:
+            spec = target[0]
             try:
-                levels = read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
+                return read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
             except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
-                missing.append(f"{spec.identifier} ({e})")
+                return e
+
+        busy = _in_flight_by_job(context)
+        for (spec, job), levels in zip(tables, parallel_map(read, tables), strict=True):
+            if isinstance(levels, Exception):
+                missing.append(f"{spec.identifier} ({levels})")
                 continue
             events.append(
                 AssetObservation(
@@ -241,7 +252,7 @@ def build_warehouse_sensor(
                 job.name,
                 levels,
                 cursor,
-                _in_flight(context, job.name),
+                busy.get(job.name, set()),
                 keys,
                 scope=f"{spec.identifier}/",
             )
