@@ -91,7 +91,16 @@ class CompactionArgs(dg.Resolvable, dg.Model):
     sensor: bool = True
     sensor_interval_seconds: int = 60
     executor: Literal["local", "spark"] = "local"
+    spark_conf: dict[str, str] = Field(
+        default_factory=dict,
+        description="Spark settings for executor: spark (default master local[*]).",
+    )
     full_cron: str = DEFAULTS.full_compaction
+
+    def spark(self) -> LazyPySparkResource:
+        """A Spark session started only when a compaction runs on Spark."""
+        conf = {"spark.master": "local[*]", "spark.pyspark.python": sys.executable}
+        return LazyPySparkResource(spark_config={**conf, **self.spark_conf})
 
 
 class ScheduleArgs(dg.Resolvable, dg.Model):
@@ -226,8 +235,10 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
                     ]
                 )
             )
-        spark = LazyPySparkResource(spark_config={"spark.pyspark.python": sys.executable})
-        resources = {keys["warehouse_key"]: self.warehouse.resource(), keys["spark_key"]: spark}
+        resources = {
+            keys["warehouse_key"]: self.warehouse.resource(),
+            keys["spark_key"]: self.compaction.spark(),
+        }
         return dg.Definitions.merge(*parts, dg.Definitions(resources=resources))
 
 
