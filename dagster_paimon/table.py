@@ -112,7 +112,7 @@ def open_catalog(
         raise WarehouseUnreachableError(f"cannot open warehouse {warehouse!r}: {e}") from e
 
 
-def _get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
+def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
     """Load a table, translating pypaimon's catalog exceptions into ours."""
     database, _ = parse_identifier(identifier)
     try:
@@ -134,7 +134,7 @@ def open_table(
     warehouse: str, identifier: str, catalog_options: Mapping[str, str] | None = None
 ) -> FileStoreTable:
     """Open an existing primary-key table; every way of not finding it has its own error."""
-    return _get_table(open_catalog(warehouse, catalog_options), identifier)
+    return get_table(open_catalog(warehouse, catalog_options), identifier)
 
 
 @dataclass(frozen=True)
@@ -194,10 +194,10 @@ def create_table(
     try:
         catalog.create_database(spec.database, True)
         try:
-            table = _get_table(catalog, spec.identifier)
+            table = get_table(catalog, spec.identifier)
         except TableNotFoundError:
             catalog.create_table(spec.identifier, spec.paimon_schema(), True)
-            return _get_table(catalog, spec.identifier)
+            return get_table(catalog, spec.identifier)
     except OSError as e:
         raise WarehouseUnreachableError(f"cannot write to warehouse {warehouse!r}: {e}") from e
     _check_matches(table, spec)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dagster import ConfigurableResource
 from pydantic import Field
+from pypaimon.catalog.catalog import Catalog
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.storage.s3 import S3Settings
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
+from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table
 
 
 class PaimonWarehouse(ConfigurableResource):
@@ -48,6 +49,10 @@ class PaimonWarehouse(ConfigurableResource):
     def open_table(self, identifier: str) -> FileStoreTable:
         """An existing table, or a typed error naming what is missing."""
         return open_table(self.uri, identifier, self.paimon_options())
+
+    def open_catalog(self) -> Catalog:
+        """The warehouse's catalog, checked once: open many tables through it with get_table."""
+        return open_catalog(self.uri, self.paimon_options())
 
     def create_table(self, spec: TableSpec) -> FileStoreTable:
         """Create the table if absent; an existing one must match the spec."""

@@ -32,6 +32,7 @@ from dagster_paimon.errors import (
 from dagster_paimon.lsm.model.health import BucketHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.maintenance.metadata import parallel_map
+from dagster_paimon.table import get_table
 
 IN_FLIGHT = [
     DagsterRunStatus.QUEUED,
@@ -214,10 +215,18 @@ def build_warehouse_sensor(
         additions: list[AddDynamicPartitionsRequest] = []
         missing: list[str] = []
 
+        try:
+            catalogs = {
+                spec.warehouse_key: spec.warehouse(context.resources).open_catalog()
+                for spec, _ in tables
+            }
+        except WarehouseUnreachableError as e:
+            return SkipReason(f"warehouse not reachable: {e}")
+
         def read(target: tuple[PaimonTableSpec, JobDefinition]) -> TableLevels | Exception:
             spec = target[0]
             try:
-                return read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
+                return read_levels(get_table(catalogs[spec.warehouse_key], spec.identifier))
             except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
                 return e
 
