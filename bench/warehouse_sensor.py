@@ -27,6 +27,7 @@ from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.sensors import build_warehouse_sensor
 from dagster_paimon.discovery import discover_tables
 from dagster_paimon.table import TableSpec, create_table
+from tests.conftest import write_with_pypaimon
 from tests.s3server import moto_server
 
 SCHEMA = pa.schema(
@@ -49,12 +50,7 @@ def build(warehouse: str, options: dict[str, str], tables: int) -> None:
             data = pa.table(
                 {"dt": ["a", "b"] * 10, "id": ids, "v": [f"c{commit}"] * 20}, schema=SCHEMA
             )
-            builder = table.new_batch_write_builder()
-            writer, committer = builder.new_write(), builder.new_commit()
-            writer.write_arrow(data)
-            committer.commit(writer.prepare_commit())
-            writer.close()
-            committer.close()
+            write_with_pypaimon(table, data)
     print(f"built {tables} tables in {time.perf_counter() - start:.1f} s")
 
 
