@@ -15,10 +15,9 @@ from dagster_paimon.lsm.compaction.executor import (
     LocalExecutor,
     TaskExecutor,
     Work,
-    discard_results,
 )
 from dagster_paimon.lsm.compaction.plan import TaskPlan
-from dagster_paimon.lsm.compaction.task import CompactResult, run_task
+from dagster_paimon.lsm.compaction.task import CompactResult
 
 __all__ = [
     "COMPACTION",
@@ -30,8 +29,6 @@ __all__ = [
     "TaskPlan",
     "Work",
     "compact_table",
-    "discard_results",
     "execute_compaction",
     "plan_compaction",
-    "run_task",
 ]
