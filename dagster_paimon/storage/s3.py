@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import ipaddress
+import os
 import threading
 import uuid
 from collections import defaultdict
@@ -53,6 +55,8 @@ ENV = {
     SESSION_TOKEN: "PAIMON_S3_SESSION_TOKEN",
     PATH_STYLE: "PAIMON_S3_PATH_STYLE",
 }
+# boto3's standard variables for a custom endpoint, the S3-specific one first
+AWS_ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 # pypaimon's S3 file IO also accepts these spellings; ours must read exactly what it reads
 OPTION_PREFIXES = ("fs.s3.", "s3.", "fs.s3a.", "s3a.")
 OPTION_NAMES = {
@@ -98,6 +102,21 @@ def _option(options: Mapping[str, str], key: str) -> str | None:
     return None
 
 
+def path_style_endpoint(endpoint: str | None) -> bool:
+    """Whether buckets at this endpoint need path-style addressing: an IP address or localhost
+    has no per-bucket DNS names (boto3 decides the same way)."""
+    if not endpoint:
+        return False
+    host = urlparse(endpoint if "://" in endpoint else f"//{endpoint}").hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class S3Settings:
     """How to reach an S3-compatible store; unset credentials fall back to boto3's chain."""
@@ -110,16 +129,30 @@ class S3Settings:
     path_style: bool = False
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> S3Settings:
-        """Read the S3 catalog options, in every spelling pypaimon's own S3 file IO reads."""
+    def from_options(
+        cls, options: Mapping[str, str], environ: Mapping[str, str] | None = None
+    ) -> S3Settings:
+        """Read the S3 catalog options, in every spelling pypaimon's own S3 file IO reads.
+
+        Without an endpoint option, AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL (boto3's variables)
+        give it; without a path-style option, it is chosen from the endpoint.
+        """
+        environ = os.environ if environ is None else environ
+        endpoint = _option(options, ENDPOINT) or next(
+            (environ[v] for v in AWS_ENDPOINT_ENV if environ.get(v)), None
+        )
         settings = cls(
-            endpoint=_option(options, ENDPOINT),
+            endpoint=endpoint,
             region=_option(options, REGION),
             access_key_id=_option(options, ACCESS_KEY_ID),
             secret_access_key=_option(options, SECRET_ACCESS_KEY),
             session_token=_option(options, SESSION_TOKEN),
             path_style=read_option(
-                options, PATH_STYLE, catalog_boolean, False, _spellings(PATH_STYLE)[1:]
+                options,
+                PATH_STYLE,
+                catalog_boolean,
+                path_style_endpoint(endpoint),
+                _spellings(PATH_STYLE)[1:],
             ),
         )
         settings.validate()
@@ -127,8 +160,10 @@ class S3Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> S3Settings:
-        """Settings from the PAIMON_S3_* variables the CLI and the example deployment share."""
-        return cls.from_options({key: environ[var] for key, var in ENV.items() if var in environ})
+        """Settings from the PAIMON_S3_* variables the CLI and the example deployment share
+        (and AWS_ENDPOINT_URL[_S3] when PAIMON_S3_ENDPOINT is unset)."""
+        options = {key: environ[var] for key, var in ENV.items() if var in environ}
+        return cls.from_options(options, environ)
 
     def validate(self) -> None:
         """A key without its secret (or the reverse) is a typo, not a request for the chain."""
