@@ -13,6 +13,7 @@ RUN uv sync --locked --no-dev
 COPY assets ./assets
 COPY resources ./resources
 COPY schedules ./schedules
+COPY defs ./defs
 COPY definitions.py workspace.yaml ./
 
 ENV PATH="/opt/dagster-paimon/.venv/bin:${PATH}" \
@@ -24,5 +25,6 @@ COPY dagster.yaml /opt/dagster/home/dagster.yaml
 VOLUME ["/data/warehouse", "/opt/dagster/home"]
 EXPOSE 3000
 
-# One container runs both the webserver and the daemon (sensors, schedules, run queue).
-CMD ["sh", "-c", "dagster-daemon run -w workspace.yaml & exec dagster-webserver -w workspace.yaml -h 0.0.0.0 -p 3000"]
+# One container runs both the webserver and the daemon (sensors, schedules, run queue), after the
+# outside writer's table exists and the adopting component's state lists it.
+CMD ["sh", "-c", "python resources/external.py && python resources/refresh_state.py && (dagster-daemon run -w workspace.yaml & exec dagster-webserver -w workspace.yaml -h 0.0.0.0 -p 3000)"]

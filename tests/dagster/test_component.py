@@ -20,12 +20,11 @@ from pathlib import Path
 import dagster as dg
 import pyarrow as pa
 import pytest
-from dagster.components import StateBackedComponent
-from dagster.components.core.component_tree import ComponentTree
 from pypaimon import Schema
 
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableSpec, create_table, open_catalog, open_table
+from resources.refresh_state import refresh_state
 from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
 
@@ -83,13 +82,6 @@ def make_project(root: Path, attributes: str) -> str:
     return module
 
 
-def refresh(root: Path) -> None:
-    """What `dg utils refresh-defs-state` does: every state-backed component writes its state."""
-    tree = ComponentTree.for_project(root)
-    for component in tree.get_all_components(of_type=StateBackedComponent):
-        asyncio.run(component.refresh_state(tree.project_root))
-
-
 def load(root: Path) -> dg.Definitions:
     """The project's definitions through Dagster's own loader."""
     return dg.load_from_defs_folder(path_within_project=root)
@@ -122,7 +114,7 @@ def project(tmp_path, warehouse, monkeypatch):
 def test_state_then_definitions_then_sensor_then_compaction(project):
     root, warehouse, model = project
     assert load(root).resolve_asset_graph().get_all_asset_keys() == set(), "no state, no defs"
-    refresh(root)
+    refresh_state(root)
     defs = load(root)
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     tables = ("shop/orders", "shop/events", "sales/orders")
@@ -194,7 +186,7 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
 def failure(root: Path) -> str:
     """The refresh's error and every error it was raised from, as one text."""
     with pytest.raises(Exception) as caught:
-        refresh(root)
+        refresh_state(root)
     texts, error = [], caught.value
     while error is not None:
         texts.append(f"{type(error).__name__}: {error}")
