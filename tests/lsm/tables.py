@@ -7,7 +7,8 @@ import random
 import pyarrow as pa
 
 from dagster_paimon.lsm.compaction.compact import compact_table
-from dagster_paimon.table import TableRef, TableSpec, create_table
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import apply_dedup
 
@@ -63,3 +64,17 @@ def compact(table, warehouse: str, catalog_options: dict[str, str] | None = None
     """Compact through the public entry point, as the CLI and Dagster do."""
     ref = TableRef(warehouse, "db.cdc", tuple(sorted((catalog_options or {}).items())))
     return compact_table(table, ref, **kwargs)
+
+
+def compact_db_t(warehouse: str, **kwargs):
+    """Our compaction of db.t, as the CLI runs it."""
+    return compact_table(open_table(warehouse, "db.t"), TableRef(warehouse, "db.t"), **kwargs)
+
+
+def live_extensions(warehouse: str) -> set[str]:
+    """Extensions of db.t's live data files."""
+    return {
+        f.file_name.rsplit(".", 1)[-1]
+        for b in read_levels(open_table(warehouse, "db.t")).buckets
+        for f in b.levels.all_files()
+    }

@@ -21,11 +21,11 @@ from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_table
-from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
+from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
+from tests.lsm.tables import compact_db_t as compact
+from tests.lsm.tables import live_extensions as extensions
 
 SCHEMA = pa.schema(
     [
@@ -58,21 +58,6 @@ def row(key: int, tag: str) -> dict:
     }
     nulls = {name for i, name in enumerate(values) if (key + i) % 7 == 0}
     return {"id": key, **{k: None if k in nulls else v for k, v in values.items()}}
-
-
-def compact(warehouse: str, full: bool = False):
-    """Our compaction, as the CLI runs it."""
-    return compact_table(open_table(warehouse, "db.t"), TableRef(warehouse, "db.t"), full=full)
-
-
-def extensions(warehouse: str) -> set[str]:
-    """Extensions of the live data files."""
-    table = open_table(warehouse, "db.t")
-    return {
-        f.file_name.rsplit(".", 1)[-1]
-        for b in read_levels(table).buckets
-        for f in b.levels.all_files()
-    }
 
 
 def _datetime(value: object) -> datetime | None:

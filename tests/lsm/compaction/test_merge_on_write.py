@@ -21,13 +21,13 @@ from pyroaring import BitMap64
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.index import deletion_indexes, read_vectors
 from dagster_paimon.io.paths import data_file_path
-from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.partition import Partition
 from dagster_paimon.spark.read import plan_splits, read_split
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
+from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
+from tests.lsm.tables import compact_db_t as compact
 
 SCHEMA = pa.schema(
     [
@@ -180,11 +180,6 @@ def make_table(warehouse: str, **options: str):
         "db", "t", SCHEMA, ("dt", "id"), 2, ("dt",), {"rowkind.field": "op", **options}
     )
     return create_table(warehouse, spec)
-
-
-def compact(warehouse: str, full: bool = False):
-    """Our compaction of the table, as the CLI runs it."""
-    return compact_table(open_table(warehouse, "db.t"), TableRef(warehouse, "db.t"), full=full)
 
 
 SCENARIOS = {

@@ -17,13 +17,13 @@ from dagster_paimon.dagster.sensors import unhealthy_partitions
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.ingest.bucket import binary_row_hashes, buckets_of
 from dagster_paimon.io.read import read_file
-from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.compaction.postpone import replay_order, writer_prefix
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.options import POSTPONE_BUCKET
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
+from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import committed_files, data_files_on_disk, write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
+from tests.lsm.tables import compact_db_t as compact
 from tests.tablefiles import load_snapshot
 
 SCHEMA = pa.schema(
@@ -78,11 +78,6 @@ def rust_rows(warehouse: str) -> dict[tuple, dict]:
     ctx.register_catalog("paimon", {"warehouse": warehouse})
     batches = ctx.sql("SELECT dt, id, v FROM paimon.db.t")
     return {(r["dt"], r["id"]): r for b in batches for r in b.to_pylist()}
-
-
-def compact(warehouse: str, **kwargs):
-    """Our compaction, as the CLI runs it."""
-    return compact_table(open_table(warehouse, "db.t"), TableRef(warehouse, "db.t"), **kwargs)
 
 
 def buckets_by_key(warehouse: str) -> dict[tuple, tuple[int, int]]:

@@ -16,12 +16,12 @@ from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.lsm.model.record_expiry import RecordLevelExpire
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
+from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
+from tests.lsm.tables import compact_db_t as compact
 
 DAY_S = 24 * 3600
 NOW = int(time.time())
@@ -43,11 +43,6 @@ def make(warehouse: str, time_type: pa.DataType, **options: str):
     """A one-bucket table with record-level expiry on t."""
     spec = TableSpec("db", "t", schema_with(time_type), ("id",), 1, (), {**EXPIRE, **options})
     return create_table(warehouse, spec)
-
-
-def compact(warehouse: str, full: bool = False):
-    """Our compaction, as the CLI runs it."""
-    return compact_table(open_table(warehouse, "db.t"), TableRef(warehouse, "db.t"), full=full)
 
 
 def ids(warehouse: str) -> list[int]:

@@ -17,11 +17,11 @@ from pypaimon_rust.datafusion import SQLContext
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.kv import KEY_PREFIX
 from dagster_paimon.io.paths import data_file_path
-from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
+from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
+from tests.lsm.tables import compact_db_t as compact
 
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), pa.field("v", pa.string())])
 
@@ -53,11 +53,6 @@ def file_columns(warehouse: str) -> dict[int, list[list[str]]]:
             path = data_file_path(table, b.partition, b.bucket, f)
             out.setdefault(f.level, []).append(pq.read_schema(path).names)
     return out
-
-
-def compact(warehouse: str, full: bool = False):
-    """Our compaction, as the CLI runs it."""
-    return compact_table(open_table(warehouse, "db.t"), TableRef(warehouse, "db.t"), full=full)
 
 
 def test_tables_pypaimon_rust_writes_compact_and_read_back_everywhere(warehouse, paimon_java):
