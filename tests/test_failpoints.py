@@ -274,9 +274,7 @@ def test_crash_matrix(op, failpoint, template, zygote, tmp_path):
     assert not [s for s in strays if (root / s).exists()], "orphan removal left strays"
 
     # (d) after orphan removal (every file old enough) every remaining file is referenced
-    cleaned = zygote.run("remove-orphans", str(warehouse), {})
-    assert cleaned.returncode == 0, cleaned.describe()
-    assert unreferenced_files(fresh_table(warehouse)) == set()
+    assert_orphans_removed(zygote, warehouse)
     check_committed(warehouse, template, op)
 
 
@@ -347,6 +345,11 @@ def test_deletion_vector_compaction_crash(failpoint, dv_template, zygote, tmp_pa
     table = fresh_table(warehouse)
     assert rows_by_key(table, KEY) == dv_template.written
     assert deletion_indexes(table, table.snapshot_manager().get_latest_snapshot())
+    assert_orphans_removed(zygote, warehouse)
+
+
+def assert_orphans_removed(zygote, warehouse: Path) -> None:
+    """Orphan removal succeeds and leaves only files some snapshot references."""
     cleaned = zygote.run("remove-orphans", str(warehouse), {})
     assert cleaned.returncode == 0, cleaned.describe()
     assert unreferenced_files(fresh_table(warehouse)) == set()
@@ -386,9 +389,7 @@ def test_postpone_move_crash(failpoint, postpone_template, zygote, tmp_path):
     rerun = zygote.run("compact", str(warehouse), {"full": False})
     assert rerun.returncode == 0, rerun.describe()
     assert rows_by_key(fresh_table(warehouse), KEY) == postpone_template.written
-    cleaned = zygote.run("remove-orphans", str(warehouse), {})
-    assert cleaned.returncode == 0, cleaned.describe()
-    assert unreferenced_files(fresh_table(warehouse)) == set()
+    assert_orphans_removed(zygote, warehouse)
 
 
 @pytest.mark.parametrize("failpoint", (fp.INDEX_FILE_WRITTEN, fp.BEFORE_SNAPSHOT))
@@ -409,6 +410,4 @@ def test_dynamic_bucket_ingest_crash(failpoint, zygote, tmp_path):
     expected = dict(before)
     _apply(expected, rows)
     assert rows_by_key(fresh_table(warehouse), KEY) == expected
-    cleaned = zygote.run("remove-orphans", str(warehouse), {})
-    assert cleaned.returncode == 0, cleaned.describe()
-    assert unreferenced_files(fresh_table(warehouse)) == set()
+    assert_orphans_removed(zygote, warehouse)

@@ -93,14 +93,28 @@ def chromium(*args: str, profile: Path) -> str:
     return result.stdout
 
 
-def test_asset_graph_shows_the_tables_and_their_compaction_assets(dagster_dev, tmp_path):
-    page = f"{dagster_dev}/locations/dagster_paimon_example/asset-groups/shop"
+def dom_showing(page: str, marker: str, profile: Path) -> str:
+    """The page's DOM once it contains `marker` (the UI loads lazily), after a few tries."""
     dom = ""
     for _ in range(4):
-        dom = chromium("--dump-dom", page, profile=tmp_path / "chrome")
-        if "/assets/shop/customer_profiles/compaction" in dom:
+        dom = chromium("--dump-dom", page, profile=profile)
+        if marker in dom:
             break
         time.sleep(5)
+    return dom
+
+
+def screenshot(page: str, name: str, profile: Path) -> None:
+    """A PNG of the page among the test artifacts, checked to be a real render."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / name
+    chromium(f"--screenshot={shot}", page, profile=profile)
+    assert shot.stat().st_size > 10_000
+
+
+def test_asset_graph_shows_the_tables_and_their_compaction_assets(dagster_dev, tmp_path):
+    page = f"{dagster_dev}/locations/dagster_paimon_example/asset-groups/shop"
+    dom = dom_showing(page, "/assets/shop/customer_profiles/compaction", tmp_path / "chrome")
     for asset in (
         "shop/orders",
         "shop/orders/compaction",
@@ -108,10 +122,7 @@ def test_asset_graph_shows_the_tables_and_their_compaction_assets(dagster_dev, t
         "shop/customer_profiles/compaction",
     ):
         assert f"/assets/{asset}?" in dom or f'/assets/{asset}"' in dom, asset
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "asset-graph.png"
-    chromium(f"--screenshot={shot}", page, profile=tmp_path / "chrome")
-    assert shot.stat().st_size > 10_000
+    screenshot(page, "asset-graph.png", tmp_path / "chrome")
 
 
 def graphql(url: str, query: str) -> dict:
@@ -144,14 +155,6 @@ def test_the_adopted_table_shows_the_sensors_health_observations(dagster_dev, tm
     labels = {e["label"] for e in observations[0]["metadataEntries"]}
     assert {"paimon/max_sorted_runs", "paimon/files", "paimon/total_bytes"} <= labels
     page = f"{dagster_dev}/assets/pos/sales"
-    dom = ""
-    for _ in range(4):
-        dom = chromium("--dump-dom", page, profile=tmp_path / "chrome")
-        if "paimon/max_sorted_runs" in dom:
-            break
-        time.sleep(5)
+    dom = dom_showing(page, "paimon/max_sorted_runs", tmp_path / "chrome")
     assert "paimon/max_sorted_runs" in dom, "the asset page shows the observed health"
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "adopted-table.png"
-    chromium(f"--screenshot={shot}", page, profile=tmp_path / "chrome")
-    assert shot.stat().st_size > 10_000
+    screenshot(page, "adopted-table.png", tmp_path / "chrome")
