@@ -113,18 +113,23 @@ def open_catalog(
 
 
 def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
-    """Load a table, translating pypaimon's catalog exceptions into ours."""
+    """Load a table, translating pypaimon's catalog exceptions into ours.
+
+    The database is only looked at when the table is missing, to say which of the two is.
+    """
     database, _ = parse_identifier(identifier)
-    try:
-        catalog.get_database(database)
-    except DatabaseNotExistException as e:
-        raise DatabaseNotFoundError(f"database {database!r} does not exist") from e
-    except OSError as e:
-        raise WarehouseUnreachableError(f"cannot read warehouse: {e}") from e
     try:
         table = catalog.get_table(identifier)
     except TableNotExistException as e:
+        try:
+            catalog.get_database(database)
+        except DatabaseNotExistException as missing:
+            raise DatabaseNotFoundError(f"database {database!r} does not exist") from missing
+        except OSError as unreadable:
+            raise WarehouseUnreachableError(f"cannot read warehouse: {unreadable}") from e
         raise TableNotFoundError(f"table {identifier!r} does not exist") from e
+    except OSError as e:
+        raise WarehouseUnreachableError(f"cannot read warehouse: {e}") from e
     if not table.table_schema.primary_keys:
         raise InvalidTableSpecError(f"table {identifier!r} has no primary key")
     return table

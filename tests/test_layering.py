@@ -19,7 +19,7 @@ ENGINE = {
     "table": {"base", "storage", "table"},
     "io": {"base", "storage", "table", "io"},
     "commit": {"base", "storage", "table", "io", "commit"},
-    "lsm.model": {"base", "io", "commit", "lsm.model"},
+    "lsm.model": {"base", "table", "io", "commit", "lsm.model"},
     "lsm.merge": {"base", "io", "lsm.model", "lsm.merge"},
     "lsm.compaction": {
         "base",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pypaimon.common.json_util import JSON
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
@@ -28,12 +29,43 @@ def entry_identifier(entry: ManifestEntry) -> tuple:
     )
 
 
+def latest_snapshot_id(table: FileStoreTable) -> int | None:
+    """The latest snapshot's id (None for an empty table) in two probes when the LATEST hint
+    is current, as it almost always is; pypaimon's full reconciliation when it is not.
+
+    A hint is current when no snapshot after it exists, the check pypaimon and Java make too;
+    object stores charge per request, and a sensor asks this of every table on every tick.
+    """
+    manager = table.snapshot_manager()
+    if not table.catalog_environment.supports_version_management:
+        try:
+            hint = int(table.file_io.read_file_utf8(manager.latest_file).strip())
+            if not table.file_io.exists(manager.get_snapshot_path(hint + 1)):
+                return hint
+        except (OSError, ValueError):
+            pass
+    latest = manager.get_latest_snapshot()
+    return latest.id if latest else None
+
+
+def read_snapshot(table: FileStoreTable, snapshot_id: int) -> Snapshot | None:
+    """One snapshot, or None when it does not exist (read without a separate existence probe)."""
+    try:
+        text = table.file_io.read_file_utf8(table.snapshot_manager().get_snapshot_path(snapshot_id))
+    except FileNotFoundError:
+        return None
+    return JSON.from_json(text, Snapshot)
+
+
 def resolve_snapshot(table: FileStoreTable, snapshot_id: int | None) -> Snapshot | None:
     """The latest snapshot (None for an empty table) or the given one, which must exist."""
-    manager = table.snapshot_manager()
     if snapshot_id is None:
-        return manager.get_latest_snapshot()
-    snapshot = manager.get_snapshot_by_id(snapshot_id)
+        latest = latest_snapshot_id(table)
+        if latest is None:
+            return None
+        snapshot = read_snapshot(table, latest)
+        return snapshot if snapshot is not None else table.snapshot_manager().get_latest_snapshot()
+    snapshot = read_snapshot(table, snapshot_id)
     if snapshot is None:
         raise SnapshotNotFoundError(
             f"snapshot {snapshot_id} of {table.identifier.get_full_name()} does not exist "

@@ -31,8 +31,8 @@ from dagster_paimon.errors import (
 )
 from dagster_paimon.lsm.model.health import BucketHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
+from dagster_paimon.lsm.model.watch import LevelsWatch
 from dagster_paimon.maintenance.metadata import parallel_map
-from dagster_paimon.table import get_table
 
 IN_FLIGHT = [
     DagsterRunStatus.QUEUED,
@@ -197,7 +197,9 @@ def build_warehouse_sensor(
     """One sensor for many tables: each tick reads every table's metadata once (in parallel:
     object stores are latency-bound), records its health as an observation (plotted over time),
     adds new Paimon partitions as dynamic partitions, and requests compaction of exactly the
-    unhealthy partitions."""
+    unhealthy partitions. Table handles and levels live between ticks (LevelsWatch): a table
+    without a new snapshot costs two small requests."""
+    watch = LevelsWatch()
 
     @sensor(
         name=name,
@@ -226,7 +228,9 @@ def build_warehouse_sensor(
         def read(target: tuple[PaimonTableSpec, JobDefinition]) -> TableLevels | Exception:
             spec = target[0]
             try:
-                return read_levels(get_table(catalogs[spec.warehouse_key], spec.identifier))
+                return watch.levels(
+                    catalogs[spec.warehouse_key], spec.identifier, warehouse=spec.warehouse_key
+                )
             except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
                 return e
 

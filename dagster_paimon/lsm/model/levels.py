@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.schema.table_schema import TableSchema
+from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.conflicts import sorted_run_files
@@ -125,8 +126,18 @@ def read_levels(
 
     with_stats keeps value statistics on the files, which compaction needs to re-commit them.
     """
+    return levels_at(table, resolve_snapshot(table, snapshot_id), partition, with_stats=with_stats)
+
+
+def levels_at(
+    table: FileStoreTable,
+    snapshot: Snapshot | None,
+    partition: Mapping[str, str] | None = None,
+    *,
+    with_stats: bool = False,
+) -> TableLevels:
+    """Levels as of a snapshot already read (None: an empty table); see read_levels."""
     options = CompactionOptions.from_table_options(table.table_schema.options)
-    snapshot = resolve_snapshot(table, snapshot_id)
     wanted = dict(partition or {})
     unknown = sorted(set(wanted) - set(table.partition_keys))
     if unknown:
