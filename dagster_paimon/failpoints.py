@@ -16,6 +16,7 @@ ENV = "DAGSTER_PAIMON_FAILPOINT"
 
 DATA_FILE_WRITTEN = "data-file-written"
 INDEX_FILE_WRITTEN = "index-file-written"
+FILES_RESEQUENCED = "files-resequenced"
 MANIFESTS_WRITTEN = "manifests-written"
 MANIFEST_LIST_WRITTEN = "manifest-list-written"
 BEFORE_SNAPSHOT = "before-snapshot"
@@ -28,6 +29,7 @@ RECORDS_EXPIRED = "records-expired"
 ALL = (
     DATA_FILE_WRITTEN,
     INDEX_FILE_WRITTEN,
+    FILES_RESEQUENCED,
     MANIFESTS_WRITTEN,
     MANIFEST_LIST_WRITTEN,
     BEFORE_SNAPSHOT,

@@ -2,8 +2,11 @@
 
     python -m tests.crash_child <op> <warehouse> <json args>
 
-ops: compact, ingest, overwrite, expire, compact-manifests, remove-orphans, and `writer` (a
-pypaimon upsert loop printing one JSON line per acknowledged commit, for the stress test).
+ops: compact, ingest, overwrite, expire, compact-manifests, remove-orphans, `writer` (a
+pypaimon upsert loop printing one JSON line per acknowledged commit, for the stress test),
+`racing-ingest` (an ingest during which pypaimon commits `rival` rows, after the ingest read its
+base snapshot and wrote its files) and `ingests` (several ingests in a row, started when the
+parent creates `go` in the `gate` directory).
 The op's result is printed as one JSON line; exit status 0 on success, CONFLICT_EXIT when
 the commit lost to another (CommitConflictError), FAILED_EXIT with a traceback otherwise.
 The parent arms a failpoint with DAGSTER_PAIMON_FAILPOINT in the child's environment.
@@ -40,13 +43,25 @@ FAILED_EXIT = 1
 BREAK_COMMIT_ENV = "CRASH_CHILD_BREAK_COMMIT"
 FAILPOINT_ENV = "DAGSTER_PAIMON_FAILPOINT"
 IDENTIFIER = "db.orders"
-OPS = ("compact", "ingest", "overwrite", "expire", "compact-manifests", "remove-orphans", "writer")
+OPS = (
+    "compact",
+    "ingest",
+    "overwrite",
+    "expire",
+    "compact-manifests",
+    "remove-orphans",
+    "writer",
+    "racing-ingest",
+    "ingests",
+)
+GATE_TIMEOUT_S = 120
 HOUR_MS = 3_600_000
 
 
 def _load_ops() -> None:
     """Import every module an op uses (the zygote does this once, before forking)."""
     import tests.conftest
+    import tests.ingest.races
     import tests.lsm.tables  # noqa: F401
 
 
@@ -118,6 +133,35 @@ def _writer(warehouse: str, args: dict) -> dict:
     return {"commits": args["commits"]}
 
 
+def _ingests(table, args: dict) -> dict:
+    """Signal readiness, wait for the gate, then ingest each batch; the snapshots they landed."""
+    from dagster_paimon.ingest.arrow import ingest_arrow
+
+    gate = Path(args["gate"])
+    (gate / f"ready-{args['name']}").touch()
+    deadline = time.monotonic() + GATE_TIMEOUT_S
+    while not (gate / "go").exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the gate {gate} never opened")
+        time.sleep(0.002)
+    return {"snapshots": [ingest_arrow(table, _arrow_rows(b)).snapshot_id for b in args["batches"]]}
+
+
+def _racing_ingest(table, args: dict) -> dict:
+    """Ingest `rows`; pypaimon commits `rival` into the same buckets before the ingest commits."""
+    import pyarrow as pa
+
+    from dagster_paimon.ingest.arrow import ingest_arrow
+    from dagster_paimon.io.kv import value_schema
+    from tests.conftest import write_with_pypaimon
+    from tests.ingest.races import at_first_flush
+
+    rival = pa.Table.from_pylist(args["rival"], schema=value_schema(table.table_schema))
+    with at_first_flush(lambda: write_with_pypaimon(table, rival)):
+        result = ingest_arrow(table, _arrow_rows(args["rows"]))
+    return {"snapshot_id": result.snapshot_id}
+
+
 def run_op(op: str, warehouse: str, args: dict) -> dict:
     """Run one operation in this process and return what it reports, JSON-ready."""
     from dagster_paimon.table import TableRef, open_table
@@ -138,6 +182,10 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
         mode = "append" if op == "ingest" else "overwrite"
         result = ingest_arrow(table, _arrow_rows(args["rows"]), mode=mode)
         return {"snapshot_id": result.snapshot_id}
+    if op == "racing-ingest":
+        return _racing_ingest(table, args)
+    if op == "ingests":
+        return _ingests(table, args)
     if op == "expire":
         from dagster_paimon.maintenance.expire import expire_snapshots
         from dagster_paimon.maintenance.options import RetentionOverrides

@@ -411,3 +411,43 @@ def test_dynamic_bucket_ingest_crash(failpoint, zygote, tmp_path):
     _apply(expected, rows)
     assert rows_by_key(fresh_table(warehouse), KEY) == expected
     assert_orphans_removed(zygote, warehouse)
+
+
+# a pypaimon commit into every bucket INGEST_ROWS writes, overlapping its keys
+RIVAL_ROWS = [{"dt": dt, "id": k, "v": f"rival-{k}"} for dt in (DAY1, DAY2) for k in range(24)]
+RESEQUENCE_STEPS = (
+    fp.FILES_RESEQUENCED,
+    f"{fp.FILES_RESEQUENCED}@2",
+    fp.MANIFESTS_WRITTEN,
+    fp.BEFORE_SNAPSHOT,
+    fp.AFTER_SNAPSHOT,
+)
+
+
+@pytest.mark.parametrize("failpoint", RESEQUENCE_STEPS)
+def test_renumbered_ingest_crash(failpoint, template, zygote, tmp_path):
+    """An ingest that lost its buckets to another writer, killed while renumbering its files or
+    committing them, leaves the other writer's rows readable; a rerun lands after them."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    args = {"rows": INGEST_ROWS, "rival": RIVAL_ROWS}
+    crashed = zygote.run("racing-ingest", str(warehouse), args, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+    assert "to another writer; rewriting" in crashed.stderr, crashed.describe()
+
+    landed = failpoint == fp.AFTER_SNAPSHOT
+    expected = dict(template.model)
+    _apply(expected, RIVAL_ROWS)
+    after_both = dict(expected)
+    _apply(after_both, INGEST_ROWS)
+    table = fresh_table(warehouse)
+    assert snapshot_ids(table)[-1] == template.latest_id + (2 if landed else 1)
+    problem = diff_rows(rows_by_key(table, KEY), after_both if landed else expected)
+    assert not problem, problem
+    assert bool(unreferenced_files(table)) != landed, "only a killed attempt leaves strays"
+
+    rerun = zygote.run("ingest", str(warehouse), {"rows": INGEST_ROWS})
+    assert rerun.returncode == 0, rerun.describe()
+    assert not diff_rows(rows_by_key(fresh_table(warehouse), KEY), after_both)
+    assert_orphans_removed(zygote, warehouse)
+    assert not diff_rows(rows_by_key(fresh_table(warehouse), KEY), after_both)

@@ -84,6 +84,23 @@ def check_key_ranges(buckets: dict[BucketKey, list[DataFileMeta]]) -> None:
                 ) from err
 
 
+def sequence_conflicts(
+    live: Iterable[ManifestEntry], first_sequences: Mapping[tuple[Partition, int], int]
+) -> dict[tuple[Partition, int], ManifestEntry]:
+    """Per bucket where another writer reached where our new level-0 files start, its file
+    with the highest sequence number: our files must start after it."""
+    found: dict[tuple[Partition, int], ManifestEntry] = {}
+    for e in live:
+        key = (Partition(tuple(e.partition.values)), e.bucket)
+        first = first_sequences.get(key)
+        top = e.file.max_sequence_number
+        if first is None or top < first:
+            continue
+        if key not in found or top > found[key].file.max_sequence_number:
+            found[key] = e
+    return found
+
+
 def check_sequences_after(
     live: Iterable[ManifestEntry], first_sequences: Mapping[tuple[Partition, int], int], what: str
 ) -> None:
@@ -92,13 +109,12 @@ def check_sequences_after(
     Two writers numbering one bucket from the same maximum interleave their records, which
     Paimon's sequence order cannot express; `what` names our operation in the error.
     """
-    for e in live:
-        first = first_sequences.get((Partition(tuple(e.partition.values)), e.bucket))
-        if first is not None and e.file.max_sequence_number >= first:
-            raise CommitConflictError(
-                f"bucket {e.bucket} of partition {list(e.partition.values)} got file "
-                f"{e.file.file_name} with sequence numbers up to "
-                f"{e.file.max_sequence_number} from another writer since this {what} "
-                f"started (its own start at {first}); nothing was committed, run the "
-                f"{what} again"
-            )
+    for key, e in sequence_conflicts(live, first_sequences).items():
+        first = first_sequences[key]
+        raise CommitConflictError(
+            f"bucket {e.bucket} of partition {list(e.partition.values)} got file "
+            f"{e.file.file_name} with sequence numbers up to "
+            f"{e.file.max_sequence_number} from another writer since this {what} "
+            f"started (its own start at {first}); nothing was committed, run the "
+            f"{what} again"
+        )

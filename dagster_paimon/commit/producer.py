@@ -119,6 +119,12 @@ class SnapshotProducer:
         """ADD entries of the files this snapshot adds."""
         return []
 
+    def replan(self, latest: Snapshot | None, *, settled: bool) -> None:
+        """Re-plan the files this operation wrote for `latest`, before its entries are planned.
+
+        `settled`: no earlier attempt's outcome is unknown, so files it replaced may be deleted.
+        """
+
     def check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
         """Raise CommitConflictError if the entries cannot go on top of `latest`."""
 
@@ -204,10 +210,11 @@ class SnapshotProducer:
     def commit(self) -> CommitOutcome:
         """Commit one snapshot atomically, or change nothing and raise.
 
-        Each attempt plans its entries against the latest snapshot and checks them; a conflict
-        fails at once. A lost snapshot race removes the attempt's metadata and retries with
-        backoff. On failure the operation's new files are removed too, unless an attempt's
-        outcome is unknown (its snapshot may have landed: orphan removal reclaims them if not).
+        Each attempt re-plans the operation's own files and plans its entries against the
+        latest snapshot, then checks them; a conflict fails at once. A lost snapshot race
+        removes the attempt's metadata and retries with backoff. On failure the operation's
+        new files are removed too, unless an attempt's outcome is unknown (its snapshot may
+        have landed: orphan removal reclaims them if not).
         """
         manager = self.table.snapshot_manager()
         uncertain_since: int | None = None
@@ -224,6 +231,7 @@ class SnapshotProducer:
                     )
                     if done is not None:
                         return CommitOutcome(done, retry)
+                self.replan(latest, settled=uncertain_since is None)
                 entries = self.deleted_entries(latest) + self.added_entries(latest)
                 self.check(latest, entries)
                 attempt = _Attempt(self.table)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import logging
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import ClassVar, Protocol
 
 from pypaimon.index.index_file_meta import IndexFileMeta
@@ -16,14 +17,29 @@ from dagster_paimon.commit.conflicts import (
     apply_entries,
     check_key_ranges,
     check_sequences_after,
+    sequence_conflicts,
 )
-from dagster_paimon.commit.producer import SnapshotProducer
+from dagster_paimon.commit.producer import MAX_RETRIES, SnapshotProducer
 from dagster_paimon.commit.state import APPEND, COMPACT, DELETE, OVERWRITE, entry_identifier
 from dagster_paimon.errors import CommitConflictError
+from dagster_paimon.failpoints import FILES_RESEQUENCED, failpoint
 from dagster_paimon.io.index import bucket_indexes, write_index_manifest
+from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.partition import Partition
 
+log = logging.getLogger(__name__)
+
 BucketKey = tuple[Partition, int]
+
+
+Resequence = Callable[[BucketChange, int], BucketChange]
+"""A change with its new files rewritten, every sequence number moved up by the shift."""
+
+
+def _delete_data_files(table: FileStoreTable, changes: Iterable[BucketChange]) -> None:
+    """Delete the data files the changes wrote (not their index files, which others share)."""
+    for change in changes:
+        delete_data_files(table, change.partition, change.bucket, change.new_files)
 
 
 def replaced_indexes(changes: Sequence[BucketChange]) -> dict[BucketKey, IndexFileMeta]:
@@ -55,7 +71,9 @@ class AppendProducer(SnapshotProducer):
 
     `first_sequences` holds, per bucket, the first sequence number this write used: a file
     another writer committed meanwhile with a sequence at or above it means the two writes
-    interleave, which Paimon's sequence order cannot express.
+    interleave, which Paimon's sequence order cannot express. With `resequence`, an attempt
+    that finds such a bucket first rewrites our files there numbered after the other writer's
+    (at most `max_resequences` times), so the write that commits last wins, as in Paimon.
     """
 
     kind = APPEND
@@ -67,11 +85,55 @@ class AppendProducer(SnapshotProducer):
         changes: Sequence[BucketChange],
         *,
         first_sequences: Mapping[BucketKey, int] | None = None,
+        resequence: Resequence | None = None,
+        max_resequences: int = MAX_RETRIES,
         **kwargs,
     ):
         super().__init__(table, **kwargs)
         self.changes = list(changes)
         self.first_sequences = dict(first_sequences or {})
+        self.resequence = resequence
+        self.max_resequences = max_resequences
+        self.resequences = 0
+
+    def replan(self, latest: Snapshot | None, *, settled: bool) -> None:
+        """Renumber our files of every bucket another writer reached since we started."""
+        if self.resequence is None or self.resequences >= self.max_resequences:
+            return  # check() reports any bucket still lost
+        live = self.live(latest, with_stats=self.live_stats)
+        behind = sequence_conflicts(live, self.first_sequences)
+        if not behind:
+            return
+        self.resequences += 1
+        lost = [key for key in self.first_sequences if key in behind]
+        shifts = {
+            key: behind[key].file.max_sequence_number + 1 - self.first_sequences[key]
+            for key in lost
+        }
+        log.warning(
+            "ingest into %s lost %s to another writer; rewriting its level-0 files there "
+            "numbered after theirs (retry %d of %d)",
+            self.table_name,
+            ", ".join(f"bucket {b} of partition {p.label()}" for p, b in lost),
+            self.resequences,
+            self.max_resequences,
+        )
+        moved: dict[int, BucketChange] = {}
+        try:
+            for i, c in enumerate(self.changes):
+                shift = shifts.get((c.partition, c.bucket))
+                if shift is not None:
+                    moved[i] = self.resequence(c, shift)
+                    failpoint(FILES_RESEQUENCED)
+        except BaseException:
+            _delete_data_files(self.table, moved.values())
+            raise
+        superseded = [self.changes[i] for i in moved]
+        self.changes = [moved.get(i, c) for i, c in enumerate(self.changes)]
+        for key, shift in shifts.items():
+            self.first_sequences[key] += shift
+        if settled:  # else an attempt that may yet land names them; orphan removal reclaims
+            _delete_data_files(self.table, superseded)
 
     def added_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
         """The new files, as ADD entries."""

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Sequence
+from functools import partial
 
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.commit.producer import CommitOutcome, SnapshotProducer
+from dagster_paimon.commit.producer import CommitOutcome
 from dagster_paimon.commit.producers import AppendProducer, OverwriteProducer
 from dagster_paimon.ingest.bucket import total_buckets
 from dagster_paimon.ingest.level0 import BucketWrite
+from dagster_paimon.ingest.resequence import resequenced
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.partition import Partition
 
@@ -24,8 +26,13 @@ def ingest_producer(
     overwrite: Collection[Partition] | None,
     commit_user: str,
     identifier: int,
-) -> SnapshotProducer:
-    """The producer of an ingest: APPEND checked against interleaving writers, or OVERWRITE."""
+) -> AppendProducer:
+    """The producer of an ingest: APPEND checked against interleaving writers, or OVERWRITE.
+
+    An APPEND into fixed buckets renumbers its files of a bucket another writer committed to
+    meanwhile; into dynamic buckets it fails there instead, as that writer may have indexed
+    the same new keys elsewhere.
+    """
     total = total_buckets(table.table_schema)
     changes = [w.change(total) for w in writes]
     if overwrite is not None:
@@ -37,7 +44,12 @@ def ingest_producer(
         key = (w.partition, w.bucket)
         first[key] = min(first.get(key, w.first_sequence), w.first_sequence)
     return AppendProducer(
-        table, changes, first_sequences=first, commit_user=commit_user, identifier=identifier
+        table,
+        changes,
+        first_sequences=first,
+        resequence=partial(resequenced, table) if total > 0 else None,
+        commit_user=commit_user,
+        identifier=identifier,
     )
 
 
@@ -51,8 +63,10 @@ def commit_ingest(
 ) -> CommitOutcome | None:
     """Commit the writes; None (and nothing written) when the snapshot would change nothing.
 
-    OVERWRITE deletes every file live in those partitions as of the snapshot it commits on top
-    of, re-planned on every retry. On failure the new files are deleted and nothing changes.
+    APPEND renumbers the files of buckets other writers committed to since the writes started,
+    so they land after them. OVERWRITE deletes every file live in those partitions as of the
+    snapshot it commits on top of, re-planned on every retry. On failure the new files are
+    deleted and nothing changes.
     """
     producer = ingest_producer(
         table, writes, overwrite=overwrite, commit_user=commit_user, identifier=identifier
@@ -64,8 +78,8 @@ def commit_ingest(
         "ingest committed %s snapshot %d: %d level-0 files in %d buckets",
         producer.kind,
         outcome.snapshot.id,
-        sum(len(w.files) for w in writes),
-        len({(w.partition, w.bucket) for w in writes}),
+        sum(len(c.new_files) for c in producer.changes),
+        len({(c.partition, c.bucket) for c in producer.changes}),
     )
     return outcome
 
