@@ -26,7 +26,7 @@ def ingest_producer(
     overwrite: Collection[Partition] | None,
     commit_user: str,
     identifier: int,
-) -> AppendProducer:
+) -> AppendProducer | OverwriteProducer:
     """The producer of an ingest: APPEND checked against interleaving writers, or OVERWRITE.
 
     An APPEND into fixed buckets renumbers its files of a bucket another writer committed to
