@@ -81,8 +81,7 @@ class SparkExecutor:
         if not tasks:
             return []
         descriptors = [(i, pickle.dumps((ref, work, t))) for i, t in enumerate(tasks)]
-        # A range over distinct ordinals samples every row: exactly one task per partition.
-        frame = self.spark.createDataFrame(descriptors, DESCRIPTORS).repartitionByRange(
+        frame = self.spark.createDataFrame(descriptors, DESCRIPTORS).repartitionById(
             len(tasks), "ordinal"
         )
         tag = f"compact {ref.identifier}: {len(tasks)} {work.noun}".replace(",", " ")
