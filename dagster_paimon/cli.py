@@ -108,13 +108,17 @@ def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def _spark_session(args: argparse.Namespace) -> SparkSession:
-    """The Spark session of --spark-master; Spark's own logging only with --verbose."""
+    """The session of --spark-remote or --spark-master; Spark's own logging only with --verbose."""
     from dagster_paimon.spark.session import spark_session
 
-    spark = spark_session(args.spark_master, quiet=not args.verbose)
-    if not args.verbose:
-        spark.sparkContext.setLogLevel("OFF")
-    return spark
+    return spark_session(args.spark_master, remote=args.spark_remote, quiet=not args.verbose)
+
+
+def _spark_flags(parser: argparse.ArgumentParser) -> None:
+    """Where Spark runs: a master URL, or a Spark Connect server."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--spark-master", default="local[*]", help="Spark master URL")
+    where.add_argument("--spark-remote", help="Spark Connect URL (sc://host:port)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict, str]:
@@ -143,7 +147,7 @@ def _add_spark_commands(commands: argparse._SubParsersAction) -> None:
     ingest.add_argument("--source", required=True, help="file or directory to ingest")
     ingest.add_argument("--format", choices=("parquet", "csv", "json"), default="parquet")
     ingest.add_argument("--mode", choices=("append", "overwrite"), default="append")
-    ingest.add_argument("--spark-master", default="local[*]", help="Spark master URL")
+    _spark_flags(ingest)
     ingest.set_defaults(handler=cmd_ingest)
 
 
@@ -241,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument(
         "--executor", choices=("local", "spark"), default="local", help="where tasks run"
     )
-    compact.add_argument("--spark-master", default="local[*]", help="Spark master URL")
+    _spark_flags(compact)
     compact.set_defaults(handler=cmd_compact)
     _add_spark_commands(commands)
     _add_maintenance_commands(commands)

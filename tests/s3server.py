@@ -74,35 +74,51 @@ class S3Server:
         key = iam.create_access_key(UserName=name)["AccessKey"]
         return S3Server(self.endpoint, key["AccessKeyId"], key["SecretAccessKey"])
 
+    def paimon_env(self) -> dict[str, str]:
+        """The PAIMON_S3_* variables that reach this server with the valid key (CLI, example)."""
+        return {
+            "PAIMON_S3_ENDPOINT": self.endpoint,
+            "PAIMON_S3_REGION": REGION,
+            "PAIMON_S3_ACCESS_KEY_ID": self.access_key_id,
+            "PAIMON_S3_SECRET_ACCESS_KEY": self.secret_access_key,
+        }
+
     def keys(self, bucket: str) -> list[str]:
         """Every object key in a bucket, for asserting what was (not) written."""
         pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
         return [o["Key"] for page in pages for o in page.get("Contents", [])]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     """A port nobody listens on right now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _wait_listening(port: int, timeout_s: float = 30) -> None:
-    """Block until the server accepts connections."""
+def listening(port: int) -> bool:
+    """Whether a server on loopback accepts connections on `port` now."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def wait_listening(port: int, timeout_s: float = 30) -> None:
+    """Block until a server on loopback accepts connections on `port`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        if listening(port):
             return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"moto server did not listen on port {port} within {timeout_s}s")
+        time.sleep(0.2)
+    raise RuntimeError(f"nothing listened on port {port} within {timeout_s}s")
 
 
 @contextmanager
 def moto_server() -> Iterator[S3Server]:
     """Start moto on a free loopback port with authentication on; stop it afterwards."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(SETUP_REQUESTS)}
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
@@ -111,7 +127,7 @@ def moto_server() -> Iterator[S3Server]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_listening(port)
+        wait_listening(port)
         endpoint = f"http://127.0.0.1:{port}"
         iam = boto3.client(
             "iam",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dagster_paimon.cli import main
+from dagster_paimon.cli import build_parser, main
 from dagster_paimon.table import open_table
 
 BUCKET_KEYS = {
@@ -133,6 +133,14 @@ def test_console_script_and_usage_errors(warehouse, orders_table):
     )
     assert usage.returncode == 2
     assert "--warehouse" in usage.stderr
+
+
+def test_spark_master_and_spark_remote_exclude_each_other(capsys):
+    where = ["--spark-master", "local[1]", "--spark-remote", "sc://127.0.0.1:15002"]
+    with pytest.raises(SystemExit) as usage:
+        build_parser().parse_args(["compact", "--warehouse", "w", "--table", "db.t", *where])
+    assert usage.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_compact_dry_run_json_matches_a_hand_computed_plan(capsys, warehouse, orders_table):

@@ -93,13 +93,16 @@ class CompactionArgs(dg.Resolvable, dg.Model):
     executor: Literal["local", "spark"] = "local"
     spark_conf: dict[str, str] = Field(
         default_factory=dict,
-        description="Spark settings for executor: spark (default master local[*]).",
+        description="Spark settings for executor: spark (default master local[*]; "
+        "spark.remote: sc://host:port for a Spark Connect server).",
     )
     full_cron: str = DEFAULTS.full_compaction
 
     def spark(self) -> LazyPySparkResource:
         """A Spark session started only when a compaction runs on Spark."""
-        conf = {"spark.master": "local[*]", "spark.pyspark.python": sys.executable}
+        local = {"spark.master": "local[*]", "spark.pyspark.python": sys.executable}
+        # pyspark refuses a master beside a Connect URL; a Connect server has its own Python.
+        conf = {} if "spark.remote" in self.spark_conf else local
         return LazyPySparkResource(spark_config={**conf, **self.spark_conf})
 
 

@@ -1,12 +1,17 @@
-"""Compaction tasks on Spark executors: the driver plans and commits, executors rewrite buckets."""
+"""Compaction tasks on Spark executors: the driver plans and commits, executors rewrite buckets.
+
+Tasks travel as a DataFrame of pickled descriptors, one row and one Spark partition each, run by
+`mapInArrow`: the same path on classic sessions and on Spark Connect, which has no RDDs.
+"""
 
 from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
 from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql import SparkSession
 
@@ -16,6 +21,7 @@ from dagster_paimon.table import TableRef
 log = logging.getLogger(__name__)
 
 Outcome = tuple[Any, BaseException | None]
+DESCRIPTORS = "ordinal int, payload binary"
 
 
 def _portable(error: BaseException) -> BaseException:
@@ -41,12 +47,24 @@ def run_remote(item: tuple[TableRef, Work[Any, Any], Any]) -> Outcome:
         return None, _portable(e)
 
 
+def run_descriptors(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side of `mapInArrow`: each (ordinal, pickled task) row gives (ordinal, outcome)."""
+    for batch in batches:
+        outcomes = [
+            pickle.dumps(run_remote(pickle.loads(payload)))
+            for payload in batch.column("payload").to_pylist()
+        ]
+        yield pa.RecordBatch.from_arrays(
+            [batch.column("ordinal"), pa.array(outcomes, pa.binary())], names=["ordinal", "payload"]
+        )
+
+
 class SparkExecutor:
     """A TaskExecutor that runs one Spark task per task; every task or none takes effect.
 
-    Executors must reach the warehouse (a shared path or an object store). Files of task
-    attempts Spark abandons (lost executors, speculation) are never committed; orphan removal
-    reclaims them.
+    Works on classic and Spark Connect sessions. Executors must reach the warehouse (a shared
+    path or an object store). Files of task attempts Spark abandons (lost executors,
+    speculation) are never committed; orphan removal reclaims them.
     """
 
     def __init__(self, spark: SparkSession):
@@ -62,15 +80,20 @@ class SparkExecutor:
         """Results in task order; on any task error the others' new files are deleted."""
         if not tasks:
             return []
-        context = self.spark.sparkContext
-        context.setJobDescription(f"compact {ref.identifier}: {len(tasks)} {work.noun}")
+        descriptors = [(i, pickle.dumps((ref, work, t))) for i, t in enumerate(tasks)]
+        # A range over distinct ordinals samples every row: exactly one task per partition.
+        frame = self.spark.createDataFrame(descriptors, DESCRIPTORS).repartitionByRange(
+            len(tasks), "ordinal"
+        )
+        tag = f"compact {ref.identifier}: {len(tasks)} {work.noun}".replace(",", " ")
+        self.spark.addTag(tag)  # names the jobs in the UI, on classic and Connect alike
         try:
-            items = [(ref, work, t) for t in tasks]
-            outcomes: list[Outcome] = (
-                context.parallelize(items, len(tasks)).map(run_remote).collect()
-            )
+            rows = frame.mapInArrow(run_descriptors, DESCRIPTORS).collect()
         finally:
-            context.setJobDescription(None)
+            self.spark.removeTag(tag)
+        outcomes: list[Outcome] = [
+            pickle.loads(r.payload) for r in sorted(rows, key=lambda r: r.ordinal)
+        ]
         results = [r for r, _ in outcomes if r is not None]
         failures = [e for _, e in outcomes if e is not None]
         if failures:

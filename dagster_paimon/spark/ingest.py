@@ -77,6 +77,12 @@ def _with_fixed_buckets(df: DataFrame, schema: TableSchema) -> DataFrame:
     return df.withColumn(BUCKET_COLUMN, bucket_of(*[F.col(k) for k in schema.bucket_keys]))
 
 
+def default_parallelism(spark: SparkSession) -> int:
+    """Spark's default parallelism, as the partitions of a range: Connect has no SparkContext."""
+    ids = spark.range(1 << 16).select(F.spark_partition_id().alias("id"))
+    return int(ids.agg(F.max("id").alias("last")).first()["last"]) + 1
+
+
 def _with_dynamic_buckets(
     df: DataFrame, ref: TableRef, snapshot_id: int | None, overwrite: bool
 ) -> DataFrame:
@@ -84,8 +90,7 @@ def _with_dynamic_buckets(
     task (Paimon's computeAssigner), which assigns them in input order."""
     table = ref.open()
     schema = table.table_schema
-    parallelism = df.sparkSession.sparkContext.defaultParallelism
-    channels, assigners = assigner_counts(schema.options, parallelism)
+    channels, assigners = assigner_counts(schema.options, default_parallelism(df.sparkSession))
     target = value_schema(schema)
     parts = list(schema.partition_keys)
     keys = trimmed_primary_keys(schema)

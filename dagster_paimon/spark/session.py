@@ -21,20 +21,39 @@ def spark_session(
     app_name: str = "dagster-paimon",
     conf: Mapping[str, str] | None = None,
     *,
+    remote: str | None = None,
     quiet: bool = False,
 ) -> SparkSession:
     """A session whose Python workers run this interpreter, with Arrow on and the UI off.
 
     Executors import dagster_paimon, so they must use this environment's Python; local masters
-    get a few shuffle partitions per core, since each partition costs a task. The
-    `paimon` data source is registered on the session returned (also if it already existed).
-    `quiet` turns Spark's own logging off from JVM start (a CLI prints its own errors).
+    get a few shuffle partitions per core, since each partition costs a task. `remote`
+    (`sc://host:port`) gives a Spark Connect session instead: the server's own configuration
+    decides its Python, `conf` sets session options. The `paimon` data source is registered on
+    the session returned (also if it already existed). `quiet` turns Spark's own logging off
+    from JVM start (a CLI prints its own errors).
     """
+    builder = _connect(remote) if remote else _classic(master, quiet)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.appName(app_name).getOrCreate()
+    if quiet and not remote:
+        spark.sparkContext.setLogLevel("OFF")
+    register(spark)
+    return spark
+
+
+def _connect(remote: str) -> SparkSession.Builder:
+    """A Spark Connect client of `remote`: no JVM here, the server runs every job."""
+    return SparkSession.builder.remote(remote)
+
+
+def _classic(master: str, quiet: bool) -> SparkSession.Builder:
+    """A driver JVM in this process for `master`, its executors running this interpreter."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master)
-        .appName(app_name)
         .config("spark.pyspark.python", sys.executable)
         .config("spark.pyspark.driver.python", sys.executable)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -48,11 +67,7 @@ def spark_session(
         )
     if master.startswith("local"):
         builder = builder.config("spark.sql.shuffle.partitions", str(_local_partitions(master)))
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    register(spark)
-    return spark
+    return builder
 
 
 def _local_partitions(master: str) -> int:

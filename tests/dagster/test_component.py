@@ -238,3 +238,16 @@ def test_scaffolding_writes_a_loadable_defs_yaml(warehouse):
         with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
             keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"shop/orders", "shop/events", "sales/orders"} <= keys
+
+
+def test_a_spark_connect_url_replaces_the_local_master():
+    """pyspark refuses a master beside spark.remote: the component then sets neither default."""
+    from pyspark.sql import SparkSession
+
+    from dagster_paimon.dagster.component import CompactionArgs
+
+    remote = {"spark.remote": "sc://127.0.0.1:15002"}
+    config = CompactionArgs(executor="spark", spark_conf=remote).spark().spark_config
+    assert config == remote
+    SparkSession.builder.config(map=config)  # validates the URLs; starts nothing
+    assert CompactionArgs().spark().spark_config["spark.master"] == "local[*]"

@@ -22,7 +22,6 @@ from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.storage.s3 import ENV as S3_ENV
 from resources.warehouse import WAREHOUSE_ENV, warehouse_resource
 from tests.lsm.kvmodel import read_rows
-from tests.s3server import REGION
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -62,10 +61,8 @@ def example_warehouse(request, monkeypatch) -> tuple[PaimonWarehouse, Callable[[
         s3_server = request.getfixturevalue("s3_server")
         bucket = s3_server.create_bucket()
         monkeypatch.setenv(WAREHOUSE_ENV, f"s3://{bucket}/warehouse")
-        monkeypatch.setenv("PAIMON_S3_ENDPOINT", s3_server.endpoint)
-        monkeypatch.setenv("PAIMON_S3_REGION", REGION)
-        monkeypatch.setenv("PAIMON_S3_ACCESS_KEY_ID", s3_server.access_key_id)
-        monkeypatch.setenv("PAIMON_S3_SECRET_ACCESS_KEY", s3_server.secret_access_key)
+        for name, value in s3_server.paimon_env().items():
+            monkeypatch.setenv(name, value)
 
         def stored() -> set[str]:
             return {f"s3://{bucket}/{key}" for key in s3_server.keys(bucket)}

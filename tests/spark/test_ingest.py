@@ -14,7 +14,7 @@ import pytest
 
 from dagster_paimon.commit.state import live_entries
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.spark.ingest import ingest_dataframe, ingest_files
+from dagster_paimon.spark.ingest import default_parallelism, ingest_dataframe, ingest_files
 from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import (
     ORDERS_SCHEMA,
@@ -230,3 +230,8 @@ def test_dynamic_bucket_ingest_keeps_the_hash_index(spark, warehouse):
     bare = spark.createDataFrame(batch(range(3), "x").to_pandas())
     with pytest.raises(Exception, match="one assigner per key"):
         bare.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
+
+
+def test_default_parallelism_is_the_contexts_without_asking_it(spark):
+    """Read from a range's partitions, as on Spark Connect, which has no SparkContext."""
+    assert default_parallelism(spark) == spark.sparkContext.defaultParallelism

@@ -12,7 +12,6 @@ from dagster_paimon.cli import EXIT_OK, main
 from dagster_paimon.table import create_table, open_table
 from tests.conftest import orders_batch, orders_spec
 from tests.lsm.kvmodel import read_rows, sorted_rows
-from tests.s3server import REGION
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.slow]
 
@@ -33,10 +32,8 @@ def test_ingest_compact_expire_manifests_orphans_on_s3(
 ):
     bucket = s3_server.create_bucket()
     uri = f"s3://{bucket}/warehouse"
-    monkeypatch.setenv("PAIMON_S3_ENDPOINT", s3_server.endpoint)
-    monkeypatch.setenv("PAIMON_S3_REGION", REGION)
-    monkeypatch.setenv("PAIMON_S3_ACCESS_KEY_ID", s3_server.access_key_id)
-    monkeypatch.setenv("PAIMON_S3_SECRET_ACCESS_KEY", s3_server.secret_access_key)
+    for name, value in s3_server.paimon_env().items():
+        monkeypatch.setenv(name, value)
     options = s3_server.catalog_options()
     create_table(uri, orders_spec(), options)
 
