@@ -267,6 +267,8 @@ def exposed(s3_server, spark, spark_event_log, tmp_path_factory) -> Exposed:
 def test_the_dagster_instance_stores_no_secret(exposed):
     stored = exposed.of("instance ")
     assert any("shop__orders__compaction" in t for t in stored.values()), "runs were recorded"
+    captured = [t for place, t in stored.items() if "compute_logs" in place]
+    assert any("committed APPEND snapshot" in t for t in captured), "compute logs were captured"
     assert exposed.leaks("instance ") == {}
 
 
