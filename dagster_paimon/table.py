@@ -22,6 +22,7 @@ from dagster_paimon.errors import (
     WarehouseUnreachableError,
 )
 from dagster_paimon.options import BUCKET, DYNAMIC_BUCKET, POSTPONE_BUCKET
+from dagster_paimon.redaction import masked_options
 from dagster_paimon.storage.warehouse import warehouse_for
 
 
@@ -149,6 +150,11 @@ class TableRef:
     warehouse: str
     identifier: str
     catalog_options: tuple[tuple[str, str], ...] = ()
+
+    def __repr__(self) -> str:
+        """The reference with the values of secret catalog options masked."""
+        options = masked_options(self.catalog_options)
+        return f"TableRef({self.warehouse!r}, {self.identifier!r}, catalog_options={options!r})"
 
     @classmethod
     def of(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -65,14 +66,28 @@ def orders_table(warehouse):
 
 
 @pytest.fixture(scope="session")
-def spark():
-    """A local[2] session with the paimon source registered, shared by the whole run."""
+def spark_event_log(tmp_path_factory) -> Path:
+    """The directory of the shared session's event log: one uncompressed file of JSON lines."""
+    return tmp_path_factory.mktemp("spark-events")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_event_log):
+    """A local[2] session with the paimon source registered, shared by the whole run; its
+    event log (what a history server shows) is kept for tests that inspect it."""
     from dagster_paimon.spark.session import spark_session
 
     session = spark_session(
         "local[2]",
         app_name="dagster-paimon-tests",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": str(spark_event_log),
+            "spark.eventLog.compress": "false",
+            "spark.eventLog.rolling.enabled": "false",
+        },
     )
     session.sparkContext.setLogLevel("OFF")
     yield session

@@ -60,6 +60,20 @@ class S3Server:
             "fs.s3.accessKeySecret": self.secret_access_key,
         }
 
+    def new_user(self, name: str, policy: dict = ALLOW_ALL) -> S3Server:
+        """The same server as seen by a new IAM user with `policy` and a fresh random key."""
+        iam = boto3.client(
+            "iam",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
+            region_name=REGION,
+        )
+        iam.create_user(UserName=name)
+        iam.put_user_policy(UserName=name, PolicyName="policy", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return S3Server(self.endpoint, key["AccessKeyId"], key["SecretAccessKey"])
+
     def paimon_env(self) -> dict[str, str]:
         """The PAIMON_S3_* variables that reach this server with the valid key (CLI, example)."""
         return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +15,7 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.table import TableSpec, create_table, open_table, parse_identifier
+from dagster_paimon.table import TableRef, TableSpec, create_table, open_table, parse_identifier
 from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon
 
 
@@ -89,3 +90,14 @@ def test_unknown_table_database_and_warehouse_have_their_own_errors(warehouse, t
 def test_malformed_identifiers_are_value_errors(bad):
     with pytest.raises(ValueError, match=r"DB\.TABLE"):
         parse_identifier(bad)
+
+
+def test_table_refs_show_secret_options_masked_but_keep_them():
+    options = {"fs.s3.accessKeyId": "AKIA", "fs.s3.accessKeySecret": "s3cr3t-value"}
+    ref = TableRef.of("s3://b/w", "db.t", {**options, "fs.s3.securityToken": "t0k3n-value"})
+    for shown in (repr(ref), str(ref), f"{ref}", repr([ref])):
+        assert "s3cr3t-value" not in shown and "t0k3n-value" not in shown
+        assert "'fs.s3.accessKeySecret', '****'" in shown and "AKIA" in shown
+    assert dict(pickle.loads(pickle.dumps(ref)).catalog_options)["fs.s3.accessKeySecret"] == (
+        "s3cr3t-value"
+    )

@@ -64,7 +64,11 @@ class WarehouseArgs(dg.Resolvable, dg.Model):
 
     uri: str
     s3: S3Args | None = None
-    catalog_options: dict[str, str] = Field(default_factory=dict)
+    catalog_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra pypaimon catalog options; secrets are refused (the UI would show "
+        "them): credentials come from boto3's chain.",
+    )
 
     def resource(self) -> PaimonWarehouse:
         """The `warehouse` resource every definition of the component uses."""

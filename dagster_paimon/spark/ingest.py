@@ -49,12 +49,14 @@ from dagster_paimon.ingest.layout import (
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
 from dagster_paimon.options import DYNAMIC_BUCKET
+from dagster_paimon.redaction import is_secret
 from dagster_paimon.spark.session import activate
 from dagster_paimon.spark.source import (
     BASE_SNAPSHOT_OPTION,
     CATALOG_PREFIX,
     COMMIT_USER_OPTION,
     SOURCE_NAME,
+    register_sealed,
 )
 from dagster_paimon.table import TableRef, open_table
 
@@ -207,16 +209,19 @@ def ingest_dataframe(
     commit_user = f"dagster-paimon-ingest-{uuid.uuid4()}"
     ref = TableRef.of(warehouse, identifier, catalog_options)
     base = before.id if before else None
+    options = dict(catalog_options or {})
+    secrets = {k: v for k, v in options.items() if is_secret(k)}
+    activate(df.sparkSession)
+    source = register_sealed(df.sparkSession, secrets) if secrets else SOURCE_NAME
     writer = (
         distribute(df, ref, snapshot_id=base, overwrite=mode == "overwrite")
-        .write.format(SOURCE_NAME)
+        .write.format(source)
         .option("warehouse", warehouse)
         .option(COMMIT_USER_OPTION, commit_user)
         .option(BASE_SNAPSHOT_OPTION, "" if base is None else str(base))
-        .options(**{CATALOG_PREFIX + k: v for k, v in (catalog_options or {}).items()})
+        .options(**{CATALOG_PREFIX + k: v for k, v in options.items() if k not in secrets})
         .mode(mode)
     )
-    activate(df.sparkSession)
     with spark_errors():
         writer.save(identifier)
     snapshot = find_landed(table, commit_user, after=before.id if before else None)

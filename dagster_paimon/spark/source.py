@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -274,3 +274,29 @@ class PaimonDataSource(DataSource):
 def register(spark: SparkSession) -> None:
     """Make `format("paimon")` available on a session."""
     spark.dataSource.register(PaimonDataSource)
+
+
+def register_sealed(spark: SparkSession, catalog_options: Mapping[str, str]) -> str:
+    """Register the paimon source under a name of its own that adds `catalog_options` (secrets)
+    to every use, and return that name.
+
+    The options reach Spark's Python workers pickled with the class, never as data source
+    options, which plans and Spark Connect's statement events (event log, UI) show in clear.
+    """
+    name = f"{SOURCE_NAME}_{uuid.uuid4().hex}"
+    sealed = {CATALOG_PREFIX + k: str(v) for k, v in catalog_options.items()}
+
+    class SealedSource(PaimonDataSource):
+        """`paimon` with catalog options of its own."""
+
+        def __init__(self, options: MutableMapping[str, str]):
+            super().__init__(options)
+            self.options.update(sealed)
+
+        @classmethod
+        def name(cls) -> str:
+            """The name this registration writes to."""
+            return name
+
+    spark.dataSource.register(SealedSource)
+    return name

@@ -10,7 +10,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from urllib.parse import urlparse
 
 from dagster_paimon.errors import (
@@ -25,6 +25,7 @@ from dagster_paimon.errors import (
 )
 from dagster_paimon.failpoints import FILE_DELETED, failpoint
 from dagster_paimon.options import catalog_boolean, read_option
+from dagster_paimon.redaction import masked
 from dagster_paimon.storage.files import FileStatus
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
@@ -127,6 +128,11 @@ class S3Settings:
     secret_access_key: str | None = None
     session_token: str | None = None
     path_style: bool = False
+
+    def __repr__(self) -> str:
+        """The settings with the secret key and session token masked: they end up in logs."""
+        shown = (f"{f.name}={masked(f.name, getattr(self, f.name))!r}" for f in fields(self))
+        return f"S3Settings({', '.join(shown)})"
 
     @classmethod
     def from_options(

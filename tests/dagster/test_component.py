@@ -210,6 +210,18 @@ def test_bad_configuration_is_a_specific_error(tmp_path, warehouse, monkeypatch)
     assert not list((gone / "src").rglob("state")), "a failed refresh writes no state"
 
 
+def test_a_secret_among_catalog_options_is_refused_by_name(tmp_path, warehouse, monkeypatch):
+    """`{{ env(...) }}` resolves to a plain string, which the Dagster UI would show."""
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
+    monkeypatch.setenv("TEST_SECRET", "s3cr3t-value")
+    root = tmp_path / "secret"
+    secret = "  catalog_options:\n    fs.s3.accessKeySecret: \"{{ env('TEST_SECRET') }}\"\n"
+    make_project(root, ATTRIBUTES.replace("tables:", secret + "tables:", 1))
+    message = failure(root)
+    assert "InvalidOptionError" in message and "fs.s3.accessKeySecret" in message
+    assert "s3cr3t-value" not in message
+
+
 def test_dg_finds_the_component_through_the_registry_entry_point():
     """`dg list components` reads the dagster_dg_cli.registry_modules entry point."""
     from dagster.components.core.package_entry import discover_entry_point_package_objects

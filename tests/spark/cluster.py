@@ -149,8 +149,9 @@ def standalone_cluster(root: Path, workers: int = 2) -> Iterator[Cluster]:
 
 
 @contextmanager
-def connect_server(root: Path) -> Iterator[str]:
-    """A Spark Connect server on local[2]; yields its sc:// URL.
+def connect_server(root: Path, event_log: Path) -> Iterator[str]:
+    """A Spark Connect server on local[2] writing its event log (uncompressed) to `event_log`;
+    yields its sc:// URL.
 
     Its Python workers run PYSPARK_PYTHON of its environment (this venv's, from spark_env):
     Connect's Python functions ignore spark.pyspark.python.
@@ -163,6 +164,10 @@ def connect_server(root: Path) -> Iterator[str]:
         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
         "--conf", "spark.sql.shuffle.partitions=2",
         "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.eventLog.enabled=true",
+        "--conf", f"spark.eventLog.dir={event_log}",
+        "--conf", "spark.eventLog.compress=false",
+        "--conf", "spark.eventLog.rolling.enabled=false",
         "spark-internal",
     ]  # fmt: skip
     with daemon(argv, root / "connect.log") as server:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,14 @@ def spark_cluster(tmp_path_factory) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
-def spark_connect(tmp_path_factory) -> Iterator[str]:
+def spark_connect_event_log(tmp_path_factory) -> Path:
+    """Where the Connect server writes its event log (what its UI and history server show)."""
+    return tmp_path_factory.mktemp("spark-connect-events")
+
+
+@pytest.fixture(scope="session")
+def spark_connect(tmp_path_factory, spark_connect_event_log) -> Iterator[str]:
     """The sc:// URL of a Spark Connect server on loopback."""
-    with connect_server(tmp_path_factory.mktemp("spark-connect")) as url:
+    root = tmp_path_factory.mktemp("spark-connect")
+    with connect_server(root, spark_connect_event_log) as url:
         yield url

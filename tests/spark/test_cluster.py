@@ -82,9 +82,25 @@ def test_ingest_and_compaction_on_a_standalone_cluster(
     assert [len(a - b) for a, b in zip(spark_cluster.app_dirs(), before, strict=True)] == [1, 1]
 
 
-def test_ingest_and_compaction_through_spark_connect(spark_connect, warehouse, tmp_path):
-    """A dynamic-bucket table: its assigners need Spark's parallelism, read without RDDs."""
+@pytest.mark.s3
+def test_ingest_and_compaction_through_spark_connect(
+    spark_connect, spark_connect_event_log, s3_server, tmp_path
+):
+    """A dynamic-bucket table on S3: its assigners need Spark's parallelism, read without RDDs.
+
+    The CLI's secret key reaches the server's workers, and never its event log: Connect logs
+    each plan it runs with the options it was given, unredacted.
+    """
+    user = s3_server.new_user("connect")
+    uri = f"s3://{user.create_bucket()}/warehouse"
     dynamic = scenario(
-        warehouse, {}, ("--spark-remote", spark_connect), tmp_path, bucket=DYNAMIC_BUCKET
+        uri,
+        user.catalog_options(),
+        ("--spark-remote", spark_connect),
+        tmp_path,
+        bucket=DYNAMIC_BUCKET,
     )
-    dynamic.check(*run_cli(*dynamic.commands))
+    dynamic.check(*run_cli(*dynamic.commands, env=user.paimon_env()))
+    logged = "".join(p.read_text(errors="replace") for p in spark_connect_event_log.iterdir())
+    assert "db.orders" in logged, "the server logged the ingest"
+    assert user.secret_access_key not in logged

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import socket
 
-import boto3
 import pyarrow as pa
 import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
 from dagster_paimon.cli import main
 from dagster_paimon.errors import (
@@ -19,7 +18,14 @@ from dagster_paimon.errors import (
     MissingCredentialsError,
     UnsupportedWarehouseError,
 )
-from dagster_paimon.storage.s3 import S3Settings
+from dagster_paimon.storage.s3 import (
+    ACCESS_DENIED_CODES,
+    CREDENTIAL_CODES,
+    MISSING_BUCKET_CODES,
+    WRONG_REGION_CODES,
+    S3Settings,
+    specific_error,
+)
 from dagster_paimon.storage.warehouse import LocalWarehouse, S3Warehouse, warehouse_for
 from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
@@ -103,23 +109,11 @@ def test_an_endpoint_nobody_listens_on_is_unreachable(s3_server):
 
 
 def test_valid_keys_without_list_permission_are_access_denied(s3_server, bucket):
-    iam = boto3.client(
-        "iam",
-        endpoint_url=s3_server.endpoint,
-        aws_access_key_id=s3_server.access_key_id,
-        aws_secret_access_key=s3_server.secret_access_key,
-        region_name=REGION,
-    )
-    user = f"reader-{bucket}"
-    iam.create_user(UserName=user)
-    iam.put_user_policy(
-        UserName=user, PolicyName="get-only", PolicyDocument=json.dumps(READ_ONLY_OBJECTS)
-    )
-    key = iam.create_access_key(UserName=user)["AccessKey"]
+    reader = s3_server.new_user(f"reader-{bucket}", READ_ONLY_OBJECTS)
     options = {
         **s3_server.catalog_options(),
-        "fs.s3.accessKeyId": key["AccessKeyId"],
-        "fs.s3.accessKeySecret": key["SecretAccessKey"],
+        "fs.s3.accessKeyId": reader.access_key_id,
+        "fs.s3.accessKeySecret": reader.secret_access_key,
     }
     message = refused(s3_server, bucket, options, AccessDeniedError)
     assert "credentials are valid but not allowed" in message
@@ -161,6 +155,33 @@ def test_settings_read_every_spelling_pypaimon_reads():
     )
     assert settings == S3Settings("http://minio:9000", "eu-west-1", "AKIA", "secret", "token", True)
     assert S3Settings.from_options(settings.catalog_options()) == settings
+
+
+def test_settings_show_the_secret_and_token_masked():
+    settings = S3Settings("http://minio:9000", "eu-west-1", "AKIA", "s3cr3t-value", "t0k3n-value")
+    for shown in (
+        repr(settings),
+        str(settings),
+        f"{settings}",
+        repr(S3Warehouse("s3://b", settings)),
+    ):
+        assert "s3cr3t-value" not in shown and "t0k3n-value" not in shown
+        assert "secret_access_key='****'" in shown and "access_key_id='AKIA'" in shown
+
+
+@pytest.mark.parametrize(
+    "code",
+    [*CREDENTIAL_CODES, *WRONG_REGION_CODES, *ACCESS_DENIED_CODES, *MISSING_BUCKET_CODES],
+)
+def test_our_errors_never_carry_the_secret_or_token(code):
+    settings = S3Settings("http://minio:9000", "eu-west-1", "AKIA", "s3cr3t-value", "t0k3n-value")
+    for failure in (
+        ClientError({"Error": {"Code": code, "Message": "refused"}}, "ListObjectsV2"),
+        NoCredentialsError(),
+        EndpointConnectionError(endpoint_url="http://minio:9000"),
+    ):
+        message = str(specific_error(failure, "s3://b/w", settings))
+        assert "s3cr3t-value" not in message and "t0k3n-value" not in message
 
 
 def test_uris_pick_their_warehouse(tmp_path):
