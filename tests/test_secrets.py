@@ -182,7 +182,12 @@ def instance_texts(home: Path) -> dict[str, str]:
 
 
 def graphql_resources(instance: DagsterInstance) -> dict[str, dict]:
-    """The webserver's GraphQL answer for every top-level resource of the example location."""
+    """The webserver's GraphQL answer for every top-level resource of the example location.
+
+    Dagster reuses a `definitions` module already imported (by another test, without these
+    variables); it is dropped so the location loads with this environment, as a server would.
+    """
+    sys.modules.pop("definitions", None)
     origin = InProcessCodeLocationOrigin(
         loadable_target_origin=LoadableTargetOrigin(
             python_file=str(ROOT / "definitions.py"), working_directory=str(ROOT)
