@@ -162,7 +162,7 @@ def by_bucket(df: DataFrame, schema: TableSchema) -> DataFrame:
     buckets = total_buckets(schema)
     if not parts and buckets > 0:
         return df.repartitionById(buckets, F.col(BUCKET_COLUMN))
-    count = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or buckets)
+    count = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     offset = F.hash(*[F.col(p) for p in parts]) if parts else F.lit(0)
     return df.repartitionById(count, F.pmod(offset + F.col(BUCKET_COLUMN), F.lit(count)))
 
