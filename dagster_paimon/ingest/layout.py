@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
 from dagster_paimon.ingest.bucket import total_buckets
+from dagster_paimon.ingest.cast import cast_column
 from dagster_paimon.ingest.dynamic import check_dynamic_writable
 from dagster_paimon.io.formats import check_writable_format
 from dagster_paimon.io.kv import value_schema
@@ -159,13 +159,6 @@ def plan_write_layout(schema: TableSchema, source: pa.Schema) -> WriteLayout:
     if problems:
         raise SchemaMismatchError("cannot write this data into the table: " + "; ".join(problems))
     return WriteLayout(target, tuple(schema.primary_keys), row_kind, prepared)
-
-
-def cast_column(column: pa.Array, target: pa.DataType) -> pa.Array:
-    """A column in the table's type; finer time units are truncated as Paimon's writers do."""
-    if column.type.equals(target):
-        return column
-    return pc.cast(column, options=pc.CastOptions(target, allow_time_truncate=True))
 
 
 def to_table_types(batch: pa.RecordBatch, layout: WriteLayout) -> pa.RecordBatch:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -33,18 +33,29 @@ def _portable(error: BaseException) -> BaseException:
     return error
 
 
-def run_remote(item: tuple[TableRef, Work[Any, Any], Any]) -> Outcome:
-    """Executor side: reopen the table and run one task; an error is returned, not raised.
+def outcome_of(call: Callable[[], Any], what: str) -> Outcome:
+    """Executor side: the call's result, or its error returned rather than raised.
 
     Returning errors lets the driver see every task's outcome, so it can delete the files of
     the tasks that did succeed; a failed task already removed its own files.
     """
-    ref, work, task = item
     try:
-        return work.run(ref.open(), task), None
+        return call(), None
     except Exception as e:
-        log.exception("compaction task of %s failed", work.noun)
+        log.exception("%s failed", what)
         return None, _portable(e)
+
+
+def split_outcomes(outcomes: Iterable[Outcome]) -> tuple[list[Any], list[BaseException]]:
+    """The results of the tasks that succeeded and the errors of those that failed."""
+    done = list(outcomes)
+    return [r for r, _ in done if r is not None], [e for _, e in done if e is not None]
+
+
+def run_remote(item: tuple[TableRef, Work[Any, Any], Any]) -> Outcome:
+    """Executor side: reopen the table and run one compaction task."""
+    ref, work, task = item
+    return outcome_of(lambda: work.run(ref.open(), task), f"compaction task of {work.noun}")
 
 
 def run_descriptors(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -90,11 +101,9 @@ class SparkExecutor:
             rows = frame.mapInArrow(run_descriptors, DESCRIPTORS).collect()
         finally:
             self.spark.removeTag(tag)
-        outcomes: list[Outcome] = [
+        results, failures = split_outcomes(
             pickle.loads(r.payload) for r in sorted(rows, key=lambda r: r.ordinal)
-        ]
-        results = [r for r, _ in outcomes if r is not None]
-        failures = [e for _, e in outcomes if e is not None]
+        )
         if failures:
             work.discard(table, results)
             raise failures[0]

@@ -2,16 +2,18 @@
 
 `distribute` is the driver-side half of Paimon's write path: it hashes each row's bucket key (an
 Arrow UDF over only those columns), remembers the input order, hash-partitions by (partition,
-bucket) so every bucket lands in one task, and sorts each task by key then input order. The
-`paimon` data source then writes each bucket's rows as level-0 files with dense sequence numbers.
+bucket) so every bucket lands in one task, and sorts each task by key then input order.
+Executors then write each bucket's rows as level-0 files with dense sequence numbers (the
+`paimon` data source's writer, run by `mapInArrow`), and the calling process commits them.
 """
 
 from __future__ import annotations
 
+import pickle
 import re
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import numpy as np
@@ -32,6 +34,7 @@ from dagster_paimon.ingest.bucket import (
     fixed_bucket_count,
     total_buckets,
 )
+from dagster_paimon.ingest.cast import cast_column
 from dagster_paimon.ingest.dynamic import (
     DynamicAssigner,
     assigner_counts,
@@ -42,22 +45,15 @@ from dagster_paimon.ingest.layout import (
     BUCKET_COLUMN,
     HIDDEN_PREFIX,
     ORDINAL_COLUMN,
-    cast_column,
     check_writable,
     plan_write_layout,
 )
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
 from dagster_paimon.options import DYNAMIC_BUCKET
-from dagster_paimon.redaction import is_secret
+from dagster_paimon.spark.executor import outcome_of, split_outcomes
 from dagster_paimon.spark.session import activate
-from dagster_paimon.spark.source import (
-    BASE_SNAPSHOT_OPTION,
-    CATALOG_PREFIX,
-    COMMIT_USER_OPTION,
-    SOURCE_NAME,
-    register_sealed,
-)
+from dagster_paimon.spark.source import PaimonWriter, plan_writer
 from dagster_paimon.table import TableRef, open_table
 
 FORMATS = ("parquet", "csv", "json")
@@ -186,6 +182,21 @@ def spark_errors() -> Iterator[None]:
         raise
 
 
+def _write_partition(
+    writer: PaimonWriter,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Executor side of `mapInArrow`: a partition's buckets as level-0 files, then one row with
+    the task's message (or its error) pickled."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        outcome = outcome_of(lambda: writer.write(batches), "ingest write task")
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([pickle.dumps(outcome)], pa.binary())], names=["payload"]
+        )
+
+    return write
+
+
 def ingest_dataframe(
     df: DataFrame,
     warehouse: str,
@@ -196,8 +207,11 @@ def ingest_dataframe(
 ) -> IngestResult:
     """Write a DataFrame into a primary-key table as level-0 files in one snapshot.
 
-    Input errors (schema, bucket mode) are raised before Spark runs anything; a failed write
-    leaves the table at its previous snapshot with none of this write's files.
+    The driver plans the write, executors write each bucket's files (`mapInArrow`, so classic
+    and Connect sessions alike), and this process commits their messages: no Python worker of
+    its own on the driver. Input errors (schema, bucket mode) are raised before Spark runs
+    anything; a failed task leaves the table at its previous snapshot with none of this write's
+    files (files of attempts Spark itself abandons are orphans, for orphan removal).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
@@ -206,25 +220,32 @@ def ingest_dataframe(
     check_writable(table)
     plan_write_layout(table.table_schema, to_arrow_schema(df.schema, timezone="UTC"))
     before = table.snapshot_manager().get_latest_snapshot()
-    commit_user = f"dagster-paimon-ingest-{uuid.uuid4()}"
-    ref = TableRef.of(warehouse, identifier, catalog_options)
     base = before.id if before else None
-    options = dict(catalog_options or {})
-    secrets = {k: v for k, v in options.items() if is_secret(k)}
-    activate(df.sparkSession)
-    source = register_sealed(df.sparkSession, secrets) if secrets else SOURCE_NAME
-    writer = (
-        distribute(df, ref, snapshot_id=base, overwrite=mode == "overwrite")
-        .write.format(source)
-        .option("warehouse", warehouse)
-        .option(COMMIT_USER_OPTION, commit_user)
-        .option(BASE_SNAPSHOT_OPTION, "" if base is None else str(base))
-        .options(**{CATALOG_PREFIX + k: v for k, v in options.items() if k not in secrets})
-        .mode(mode)
+    ref = TableRef.of(warehouse, identifier, catalog_options)
+    overwrite = mode == "overwrite"
+    spark = df.sparkSession
+    activate(spark)
+    frame = distribute(df, ref, snapshot_id=base, overwrite=overwrite)
+    writer = plan_writer(
+        ref,
+        to_arrow_schema(frame.schema, timezone="UTC"),
+        base_snapshot=base,
+        overwrite=overwrite,
+        commit_user=f"dagster-paimon-ingest-{uuid.uuid4()}",
     )
-    with spark_errors():
-        writer.save(identifier)
-    snapshot = find_landed(table, commit_user, after=before.id if before else None)
+    tag = f"ingest {identifier}"
+    spark.addTag(tag)  # names the jobs in the UI, on classic and Connect alike
+    try:
+        with spark_errors():
+            rows = frame.mapInArrow(_write_partition(writer), "payload binary").collect()
+    finally:
+        spark.removeTag(tag)
+    messages, failures = split_outcomes(pickle.loads(r.payload) for r in rows)
+    if failures:
+        writer.abort(messages)
+        raise failures[0]
+    writer.commit(messages)
+    snapshot = find_landed(table, writer.commit_user, after=base)
     return IngestResult.of(table, snapshot, time.perf_counter() - start)
 
 

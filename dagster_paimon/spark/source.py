@@ -195,6 +195,31 @@ class PaimonWriter(DataSourceArrowWriter):
         )
 
 
+def plan_writer(
+    ref: TableRef,
+    source: pa.Schema,
+    *,
+    base_snapshot: int | None,
+    overwrite: bool,
+    commit_user: str,
+) -> PaimonWriter:
+    """The driver's half of a write: check the input schema, read each bucket's maximum
+    sequence number (and hash index) once, at `base_snapshot` or the latest."""
+    table = ref.open()
+    check_writable(table)
+    layout = plan_write_layout(table.table_schema, source)
+    levels = read_levels(table, base_snapshot)
+    return PaimonWriter(
+        ref,
+        layout,
+        levels.snapshot_id,
+        max_sequences(levels),
+        hash_indexes=hash_indexes_at(table, levels.snapshot_id, overwrite=overwrite),
+        overwrite=overwrite,
+        commit_user=commit_user,
+    )
+
+
 class PaimonReader(DataSourceReader):
     """One Spark partition per live bucket of the latest snapshot (of one table partition).
 
@@ -249,23 +274,12 @@ class PaimonDataSource(DataSource):
         return PaimonReader(ref, schema, partition)
 
     def writer(self, schema: StructType, overwrite: bool) -> PaimonWriter:
-        """Check the input schema and read each bucket's maximum sequence number, once.
-
-        `base.snapshot` (set by ingest) pins the snapshot the input's buckets were assigned
-        at; a bare write starts from the latest.
-        """
-        ref = table_ref(self.options)
-        table = ref.open()
-        check_writable(table)
-        layout = plan_write_layout(table.table_schema, to_arrow_schema(schema, timezone="UTC"))
+        """Plan the write at `base.snapshot` (set by ingest) or, for a bare write, the latest."""
         pinned = self.options.get(BASE_SNAPSHOT_OPTION)
-        levels = read_levels(table, int(pinned) if pinned else None)
-        return PaimonWriter(
-            ref,
-            layout,
-            levels.snapshot_id,
-            max_sequences(levels),
-            hash_indexes=hash_indexes_at(table, levels.snapshot_id, overwrite=overwrite),
+        return plan_writer(
+            table_ref(self.options),
+            to_arrow_schema(schema, timezone="UTC"),
+            base_snapshot=int(pinned) if pinned else None,
             overwrite=overwrite,
             commit_user=str(self.options.get(COMMIT_USER_OPTION) or uuid.uuid4()),
         )
