@@ -7,18 +7,24 @@ Builds (once, cached with --keep) a deduplicate table keyed by (l_orderkey, l_li
   (a) our full compaction: seconds, MB/s of input, peak RSS of the compacting process
   (b) the floor: pyarrow reading the same input files and writing them out, no merge
   (c) pypaimon merge-on-read of the same table, and that plus writing the result
+  (d) Paimon Java 0.9's full compaction of a copy of the same table, when the PaimonCompact
+      harness is given (--java-oracle DIR or PAIMON_JAVA_ORACLE=DIR, e.g. ../shared/oracle/java);
+      it cannot read pypaimon's FIXED_LEN_BYTE_ARRAY decimals, so build with --ingest arrow
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from pathlib import Path
 
 import pyarrow as pa
@@ -122,6 +128,37 @@ def build_with_spark(warehouse: str, source: Path, batches: int, bucket: int) ->
     spark.stop()
 
 
+def build_with_arrow(warehouse: str, source: Path, rows: int, batches: int, bucket: int) -> None:
+    """The same overlapping upserts, ingested by our in-process Arrow ingest (INT64 decimals).
+
+    Each batch reads only the row groups it covers, so SF 8 fits in memory with more batches.
+    """
+    from dagster_paimon.ingest.arrow import ingest_arrow
+
+    parquet = pq.ParquetFile(source)
+    rows = min(rows, parquet.metadata.num_rows)
+    plain = pa.schema([pa.field(f.name, f.type, nullable=f.nullable) for f in parquet.schema_arrow])
+    spec = TableSpec("bench", "lineitem", plain, ("l_orderkey", "l_linenumber"), bucket, (), {})
+    table = create_table(warehouse, spec)
+    meta = parquet.metadata
+    offsets = [0, *accumulate(meta.row_group(g).num_rows for g in range(meta.num_row_groups))]
+    step = rows // batches
+    for i in range(batches):
+        start, stop = max(0, i * step - step // 2), (i + 1) * step
+        first, last = bisect_right(offsets, start) - 1, bisect_left(offsets, stop)
+        groups = parquet.read_row_groups(range(first, last))
+        batch = groups.slice(start - offsets[first], stop - start).cast(plain)
+        field = batch.schema.field("l_quantity")
+        quantity = pc.add(batch.column("l_quantity"), pa.scalar(i, field.type)).cast(field.type)
+        batch = batch.set_column(batch.schema.get_field_index("l_quantity"), field, quantity)
+        t0 = time.perf_counter()
+        ingest_arrow(table, batch)
+        print(
+            f"  ingested batch {i + 1}/{batches} in process: {batch.num_rows} rows in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+
+
 def input_files(warehouse: str) -> list[tuple[str, int]]:
     """Paths and sizes of every live data file: the compaction's input."""
     table = open_table(warehouse, IDENT)
@@ -182,6 +219,7 @@ def compact_in_child(warehouse: str, full: bool = True) -> dict:
         "'rss_mb':int([l.split()[1] for l in open('/proc/self/status')"
         " if l.startswith('VmHWM')][0])/1024}))"
     )
+    t0 = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", code],
         check=True,
@@ -189,7 +227,75 @@ def compact_in_child(warehouse: str, full: bool = True) -> dict:
         text=True,
         cwd=Path(__file__).resolve().parent.parent,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    wall = time.perf_counter() - t0
+    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": wall}
+
+
+JAVA_ORACLE = "PAIMON_JAVA_ORACLE"
+
+
+def java_classpath(oracle: str | None) -> tuple[str | None, str]:
+    """The PaimonCompact harness's classpath from the oracle's setup.sh, or None and why not."""
+    if not oracle:
+        return None, f"no --java-oracle and {JAVA_ORACLE} is unset"
+    setup = Path(oracle) / "setup.sh"
+    if not setup.is_file():
+        return None, f"{setup} does not exist"
+    if shutil.which("java") is None:
+        return None, "no java on PATH"
+    out = subprocess.run(
+        [str(setup)], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent
+    )
+    if out.returncode != 0 or not out.stdout.strip():
+        return None, f"{setup} failed: {out.stderr.strip()[-300:]}"
+    return out.stdout.strip().splitlines()[-1], ""
+
+
+def java_compact(classpath: str, warehouse: str) -> dict:
+    """Paimon Java's full compaction of every bucket: JVM wall seconds with start, its own ms.
+
+    The harness compacts bucket after bucket on Paimon's single compaction thread.
+    """
+    db, name = IDENT.split(".")
+    t0 = time.perf_counter()
+    child = subprocess.run(
+        ["java", "-cp", classpath, "PaimonCompact", warehouse, db, name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    wall = time.perf_counter() - t0
+    output = child.stdout
+    lines = [line for line in output.splitlines() if line.startswith('{"buckets"')]
+    if child.returncode != 0 or not lines:
+        error = next((x for x in output.splitlines() if "Exception" in x), output[-300:])
+        return {"error": error.strip()}
+    report = json.loads(lines[-1])
+    return {"wall": wall, "seconds": report["ms"] / 1000, "buckets": report["buckets"]}
+
+
+def compare_java(oracle: str | None, pristine: Path, scratch: Path, ours: dict) -> None:
+    """(d): Paimon Java 0.9 full-compacts a copy of the same input table, beside our figure."""
+    classpath, why = java_classpath(oracle)
+    if classpath is None:
+        print(f"(d) Paimon Java 0.9 full compaction: skipped ({why})")
+        return
+    copy = scratch / "java-warehouse"
+    shutil.copytree(pristine, copy)
+    java = java_compact(classpath, str(copy))
+    if "error" in java:
+        print(
+            "(d) Paimon Java 0.9 full compaction: failed on this table (decimals pypaimon wrote? "
+            f"build with --ingest arrow): {java['error']}"
+        )
+        return
+    print(
+        f"(d) Paimon Java 0.9 full compaction ({java['buckets']} buckets, one compaction thread; "
+        f"ours {os.cpu_count()} threads): {java['seconds']:.2f} s compacting, "
+        f"{java['wall']:.2f} s JVM wall with start; ours {ours['wall']:.2f} s wall with Python "
+        f"start -> (d)/(a) = {java['seconds'] / ours['seconds']:.1f}x compacting, "
+        f"{java['wall'] / ours['wall']:.1f}x wall (target >= 3)"
+    )
 
 
 def main() -> None:
@@ -208,9 +314,20 @@ def main() -> None:
     )
     parser.add_argument(
         "--ingest",
-        choices=("pypaimon", "spark"),
+        choices=("pypaimon", "spark", "arrow"),
         default="pypaimon",
-        help="who writes the overlapping batches (spark: every source row, for big buckets)",
+        help="who writes the overlapping batches (spark: every source row, for big buckets; "
+        "arrow: our in-process ingest, row groups read per batch, readable by Paimon Java)",
+    )
+    parser.add_argument(
+        "--ours-only",
+        action="store_true",
+        help="skip (b) and (c), e.g. for a bucket whose pypaimon read would not fit in memory",
+    )
+    parser.add_argument(
+        "--java-oracle",
+        default=os.environ.get(JAVA_ORACLE),
+        help=f"directory of the PaimonCompact harness's setup.sh (env {JAVA_ORACLE})",
     )
     args = parser.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="bench-compaction-"))
@@ -222,6 +339,8 @@ def main() -> None:
             print(f"building table from {source} ({args.rows} rows, {args.batches} batches)")
             if args.ingest == "spark":
                 build_with_spark(warehouse, source, args.batches, args.bucket)
+            elif args.ingest == "arrow":
+                build_with_arrow(warehouse, source, args.rows, args.batches, args.bucket)
             else:
                 options = dict(o.split("=", 1) for o in args.option)
                 build(warehouse, source, args.rows, args.batches, args.bucket, options)
@@ -234,23 +353,26 @@ def main() -> None:
         print(f"input: {len(files)} files, {total / MB:.1f} MB")
         scratch = root / "scratch"
         scratch.mkdir(exist_ok=True)
-        floor_s = floor(files, str(scratch / "floor.parquet"))
-        read_s, write_s, rows = pypaimon_read(warehouse, str(scratch / "pypaimon.parquet"))
+        if not args.ours_only:
+            floor_s = floor(files, str(scratch / "floor.parquet"))
+            read_s, write_s, rows = pypaimon_read(warehouse, str(scratch / "pypaimon.parquet"))
         ours = compact_in_child(warehouse)
         print(
             f"(a) ours, full compaction: {ours['seconds']:.2f} s, "
             f"{total / MB / ours['seconds']:.1f} MB/s input, peak RSS {ours['rss_mb']:.0f} MB, "
             f"{ours['written'] / MB:.1f} MB written"
         )
-        print(
-            f"(b) floor, read+write without merge: {floor_s:.2f} s "
-            f"-> (a)/(b) = {ours['seconds'] / floor_s:.2f} (target <= 1.5)"
-        )
-        print(
-            f"(c) pypaimon merge-on-read: {read_s:.2f} s ({rows} rows), + writing "
-            f"{write_s:.2f} s -> ((c)+write)/(a) = {(read_s + write_s) / ours['seconds']:.1f}x "
-            "(target >= 5)"
-        )
+        if not args.ours_only:
+            print(
+                f"(b) floor, read+write without merge: {floor_s:.2f} s "
+                f"-> (a)/(b) = {ours['seconds'] / floor_s:.2f} (target <= 1.5)"
+            )
+            print(
+                f"(c) pypaimon merge-on-read: {read_s:.2f} s ({rows} rows), + writing "
+                f"{write_s:.2f} s -> ((c)+write)/(a) = "
+                f"{(read_s + write_s) / ours['seconds']:.1f}x (target >= 5)"
+            )
+        compare_java(args.java_oracle, pristine, scratch, ours)
         driver_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"driver peak RSS (setup and baselines) {driver_mb:.0f} MB")
         shutil.rmtree(scratch, ignore_errors=True)

@@ -1,4 +1,7 @@
-"""`dagster-paimon`: the operators' CLI over the library; JSON keys are a stable contract."""
+"""`dagster-paimon`: the operators' CLI over the library; JSON keys are a stable contract.
+
+Each command imports its engine when it runs, so `--help` and usage errors answer at once.
+"""
 
 from __future__ import annotations
 
@@ -21,18 +24,9 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.lsm.compaction import compact_table
-from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
-from dagster_paimon.maintenance.manifests import compact_manifests
-from dagster_paimon.maintenance.options import DAY_MS, RetentionOverrides
-from dagster_paimon.maintenance.orphans import remove_orphans
-from dagster_paimon.options import duration_ms
-from dagster_paimon.partition import parse_partition_spec
-from dagster_paimon.storage.s3 import S3Settings, is_s3_uri
-from dagster_paimon.table import TableRef, open_table
 
 if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
     from pyspark.sql import SparkSession
 
 EXIT_OK = 0
@@ -59,6 +53,8 @@ class UsageError(ValueError):
 
 def parse_partition(text: str | None) -> dict[str, str] | None:
     """--partition K=V[,K=V]; anything else is a usage error."""
+    from dagster_paimon.partition import parse_partition_spec
+
     try:
         return parse_partition_spec(text)
     except ValueError as e:
@@ -67,6 +63,8 @@ def parse_partition(text: str | None) -> dict[str, str] | None:
 
 def catalog_options(args: argparse.Namespace) -> dict[str, str]:
     """S3 settings from the PAIMON_S3_* variables, flags winning; a local warehouse needs none."""
+    from dagster_paimon.storage.s3 import S3Settings, is_s3_uri
+
     if not is_s3_uri(args.warehouse):
         return {}
     env = S3Settings.from_env(os.environ)
@@ -79,17 +77,29 @@ def catalog_options(args: argparse.Namespace) -> dict[str, str]:
     return settings.catalog_options()
 
 
+def table_of(args: argparse.Namespace) -> FileStoreTable:
+    """The --table of --warehouse, with the S3 settings of flags and environment."""
+    from dagster_paimon.table import open_table
+
+    return open_table(args.warehouse, args.table, catalog_options(args))
+
+
 def cmd_health(args: argparse.Namespace) -> tuple[dict, str]:
     """LSM health of every bucket, optionally of one partition."""
-    table = open_table(args.warehouse, args.table, catalog_options(args))
+    from dagster_paimon.lsm.model.levels import read_levels
+
+    table = table_of(args)
     health = read_levels(table, partition=parse_partition(args.partition)).health()
     return health.to_dict(), health.summary()
 
 
 def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
     """Plan, and unless --dry-run run and commit, compaction of every bucket."""
+    from dagster_paimon.lsm.compaction import compact_table
+    from dagster_paimon.table import TableRef
+
     options = catalog_options(args)
-    table = open_table(args.warehouse, args.table, options)
+    table = table_of(args)
     partition = parse_partition(args.partition)
     executor = None
     if args.executor == "spark" and not args.dry_run:
@@ -123,7 +133,7 @@ def _spark_flags(parser: argparse.ArgumentParser) -> None:
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict, str]:
     """Ingest files into level 0 with Spark: one APPEND (or OVERWRITE) snapshot."""
-    open_table(args.warehouse, args.table, catalog_options(args))
+    table_of(args)
     if "://" not in args.source and not os.path.exists(args.source):
         raise UsageError(f"--source {args.source!r} does not exist")
     from dagster_paimon.spark.ingest import ingest_files
@@ -153,6 +163,8 @@ def _add_spark_commands(commands: argparse._SubParsersAction) -> None:
 
 def _duration_ms(text: str | None) -> int | None:
     """An --older-than DURATION in milliseconds; anything unparsable is a usage error."""
+    from dagster_paimon.options import duration_ms
+
     if text is None:
         return None
     try:
@@ -163,7 +175,10 @@ def _duration_ms(text: str | None) -> int | None:
 
 def cmd_expire(args: argparse.Namespace) -> tuple[dict, str]:
     """Expire snapshots or long-lived changelogs by retention options and flag overrides."""
-    table = open_table(args.warehouse, args.table, catalog_options(args))
+    from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
+    from dagster_paimon.maintenance.options import RetentionOverrides
+
+    table = table_of(args)
     overrides = RetentionOverrides(
         args.retain_min, args.retain_max, _duration_ms(args.older_than), args.max_deletes
     )
@@ -174,14 +189,19 @@ def cmd_expire(args: argparse.Namespace) -> tuple[dict, str]:
 
 def cmd_compact_manifests(args: argparse.Namespace) -> tuple[dict, str]:
     """Merge manifests (minor by the table's thresholds, or --full) into a new snapshot."""
-    table = open_table(args.warehouse, args.table, catalog_options(args))
+    from dagster_paimon.maintenance.manifests import compact_manifests
+
+    table = table_of(args)
     result = compact_manifests(table, full=args.full, dry_run=args.dry_run)
     return result.to_dict(), result.summary()
 
 
 def cmd_remove_orphans(args: argparse.Namespace) -> tuple[dict, str]:
     """Delete files no snapshot, tag, changelog or branch references, older than a threshold."""
-    table = open_table(args.warehouse, args.table, catalog_options(args))
+    from dagster_paimon.maintenance.options import DAY_MS
+    from dagster_paimon.maintenance.orphans import remove_orphans
+
+    table = table_of(args)
     older_than = _duration_ms(args.older_than)
     result = remove_orphans(
         table, older_than_ms=DAY_MS if older_than is None else older_than, dry_run=args.dry_run
