@@ -51,6 +51,7 @@ from dagster_paimon.ingest.layout import (
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
 from dagster_paimon.options import DYNAMIC_BUCKET
+from dagster_paimon.spark.binary_row import bucket_column
 from dagster_paimon.spark.executor import outcome_of, split_outcomes
 from dagster_paimon.spark.session import activate
 from dagster_paimon.spark.source import PaimonWriter, plan_writer
@@ -62,17 +63,22 @@ CHANNEL_COLUMN = HIDDEN_PREFIX + "channel"
 
 
 def _with_fixed_buckets(df: DataFrame, schema: TableSchema) -> DataFrame:
-    """Each row's bucket by Paimon's hash of its bucket key (an Arrow UDF over those columns)."""
+    """Each row's bucket by Paimon's hash of its bucket key: a Spark expression where the key
+    types allow (`binary_row`), else an Arrow UDF over those columns."""
     num_buckets = fixed_bucket_count(schema)
     target = value_schema(schema)
     types = [target.field(k).type for k in schema.bucket_keys]
+    keys = [F.col(k) for k in schema.bucket_keys]
+    in_jvm = bucket_column(keys, types, num_buckets)
+    if in_jvm is not None:
+        return df.withColumn(BUCKET_COLUMN, in_jvm)
 
     @F.arrow_udf("int")  # type: ignore[misc]
     def bucket_of(*columns: pa.Array) -> pa.Array:
         cast = [cast_column(c, t) for c, t in zip(columns, types, strict=True)]
         return pa.array(buckets_of(binary_row_hashes(cast), num_buckets), pa.int32())
 
-    return df.withColumn(BUCKET_COLUMN, bucket_of(*[F.col(k) for k in schema.bucket_keys]))
+    return df.withColumn(BUCKET_COLUMN, bucket_of(*keys))
 
 
 def default_parallelism(spark: SparkSession) -> int:
