@@ -1,6 +1,7 @@
 """Full compaction of TPC-H lineitem upserts: ours vs a no-merge floor vs pypaimon merge-on-read.
 
 Run: uv run python bench/compaction.py [--scale 1] [--rows 2000000] [--batches 4] [--keep DIR]
+     [--compare-options file.format=orc data-file.thin-mode=true [--runs 3]]
 
 Builds (once, cached with --keep) a deduplicate table keyed by (l_orderkey, l_linenumber) from
 `tpchgen-cli` parquet, ingested with pypaimon as several overlapping upsert batches, then prints:
@@ -10,6 +11,9 @@ Builds (once, cached with --keep) a deduplicate table keyed by (l_orderkey, l_li
   (d) Paimon Java 0.9's full compaction of a copy of the same table, when the PaimonCompact
       harness is given (--java-oracle DIR or PAIMON_JAVA_ORACLE=DIR, e.g. ../shared/oracle/java);
       it cannot read pypaimon's FIXED_LEN_BYTE_ARRAY decimals, so build with --ingest arrow
+With --compare-options, instead: the same data built under the plain options and under each
+option set (KEY=VALUE[,KEY=VALUE]), and each one's full compaction (median of --runs, run in
+turn) beside the plain one's, with its ratio to it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -298,6 +303,37 @@ def compare_java(oracle: str | None, pristine: Path, scratch: Path, ours: dict) 
     )
 
 
+def compare(args: argparse.Namespace, root: Path) -> None:
+    """Full compaction of the same data under each option set, beside the plain options'."""
+    base = dict(o.split("=", 1) for o in args.option)
+    sets = {"plain": base}
+    for spec in args.compare_options:
+        sets[spec] = {**base, **dict(o.split("=", 1) for o in spec.split(","))}
+    source = lineitem(args.scale, root)
+    pristines = {}
+    for label, options in sets.items():
+        pristines[label] = root / label.replace("=", "-").replace(",", "_") / "pristine"
+        if not pristines[label].exists():
+            warehouse = str(pristines[label].parent / "warehouse")
+            print(f"building {label} table ({args.rows} rows, {args.batches} batches)")
+            build(warehouse, source, args.rows, args.batches, args.bucket, options)
+            shutil.copytree(warehouse, pristines[label])
+    seconds: dict[str, list[float]] = {label: [] for label in sets}
+    for _ in range(args.runs):
+        for label, pristine in pristines.items():
+            warehouse = pristine.parent / "warehouse"
+            shutil.rmtree(warehouse, ignore_errors=True)
+            shutil.copytree(pristine, warehouse)
+            seconds[label].append(compact_in_child(str(warehouse))["seconds"])
+    plain = statistics.median(seconds["plain"])
+    for label, runs in seconds.items():
+        median = statistics.median(runs)
+        print(
+            f"{label}: full compaction {median:.2f} s (median of {args.runs}: "
+            f"{', '.join(f'{s:.2f}' for s in runs)}) -> {median / plain:.2f}x plain"
+        )
+
+
 def main() -> None:
     """Build once, then measure (a), (b) and (c) on the same table state."""
     parser = argparse.ArgumentParser()
@@ -329,8 +365,25 @@ def main() -> None:
         default=os.environ.get(JAVA_ORACLE),
         help=f"directory of the PaimonCompact harness's setup.sh (env {JAVA_ORACLE})",
     )
+    parser.add_argument(
+        "--compare-options",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE[,KEY=VALUE]",
+        help="compare the full compaction under each option set with the plain one's",
+    )
+    parser.add_argument(
+        "--runs", type=int, default=3, help="runs per figure with --compare-options"
+    )
     args = parser.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="bench-compaction-"))
+    if args.compare_options:
+        try:
+            compare(args, root)
+        finally:
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
+        return
     warehouse = str(root / "warehouse")
     pristine = root / "pristine"
     try:

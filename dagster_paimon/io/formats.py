@@ -2,8 +2,9 @@
 
 A file's format is its extension (a table may hold files of a format it no longer writes);
 the table's `file.format` decides what is written. Parquet and ORC are read and written by
-pyarrow; ORC columns pyarrow cannot write (TIME) are refused before anything is written. Avro
-is read and written by the `avro` package, laid out as Paimon's Java format writes it.
+pyarrow, ORC a stripe per thread (`orc/`); ORC columns pyarrow cannot write (TIME) are refused
+before anything is written. Avro is read and written by the `avro` package, laid out as
+Paimon's Java format writes it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 from pypaimon.schema.table_schema import TableSchema
@@ -21,12 +23,12 @@ from dagster_paimon.io.avro.checks import check_avro
 from dagster_paimon.io.avro.codecs import avro_codec, avro_level
 from dagster_paimon.io.avro.reader import AvroReader
 from dagster_paimon.io.avro.writer import AvroWriter
+from dagster_paimon.io.orc.writer import StripedOrcWriter
 from dagster_paimon.options import FILE_FORMAT, file_format
 
 PARQUET, ORC, AVRO = "parquet", "orc", "avro"
 WRITABLE = (PARQUET, ORC, AVRO)
 READ_BUFFER_BYTES = 1 << 20
-ORC_BATCH_ROWS = 64 * 1024  # rows pyarrow hands the ORC writer at a time (default 1024)
 
 
 def format_of(file_name: str) -> str:
@@ -102,15 +104,16 @@ class _Orc:
     """An ORC file: stripes."""
 
     def __init__(self, stream: Any):
+        self.stream = stream
         self.file = orc.ORCFile(stream)
         self.names = self.file.schema.names
 
     def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
-        """Stripes, sliced into batches."""
-        for i in range(self.file.nstripes):
-            stripe = self.file.read_stripe(i, columns=list(columns))
-            for offset in range(0, stripe.num_rows, batch_rows):
-                yield stripe.slice(offset, batch_rows)
+        """Decoded batch by batch (a whole stripe at once would hold all its rows in memory)."""
+        fragment = ds.OrcFileFormat().make_fragment(self.stream)
+        yield from fragment.to_batches(
+            batch_size=batch_rows, columns=list(columns), use_threads=False, batch_readahead=0
+        )
 
     def group_rows(self) -> list[int]:
         """Rows per stripe (read with one column)."""
@@ -142,23 +145,6 @@ class FileWriter(Protocol):
         ...
 
 
-class _OrcWriter:
-    """pyarrow's ORC writer behind the writer protocol."""
-
-    def __init__(self, stream: Any, compression: str):
-        self.writer = orc.ORCWriter(
-            stream, compression=compression, batch_size=ORC_BATCH_ROWS, compression_strategy="speed"
-        )
-
-    def write_batch(self, batch: pa.RecordBatch) -> None:
-        """Append rows as a table."""
-        self.writer.write(pa.Table.from_batches([batch]))
-
-    def close(self) -> None:
-        """Write the footer."""
-        self.writer.close()
-
-
 def open_writer(
     stream: Any,
     schema: pa.Schema,
@@ -172,7 +158,7 @@ def open_writer(
         return AvroWriter(stream, schema, avro_codec(compression), avro_level(compression, options))
     if fmt == ORC:
         name = str(compression).lower()
-        return _OrcWriter(stream, "uncompressed" if name == "none" else name)
+        return StripedOrcWriter(stream, schema, "uncompressed" if name == "none" else name)
     return pq.ParquetWriter(
         stream, schema, compression=compression, store_decimal_as_integer=True, **options
     )

@@ -1,22 +1,30 @@
 """ORC tables (Paimon's default format before 1.0): compaction and ingest read and write ORC.
 
 pypaimon writes ORC level-0 files; our compaction (with deletion-vector lookups too) and ingest
-write ORC; pypaimon, pypaimon-rust and Paimon's Java reader read the model. ORC columns pyarrow
-cannot write are refused before anything is written (Avro: test_avro.py).
+write ORC, a stripe per thread; pypaimon, pypaimon-rust and Paimon's Java reader read the model,
+from stitched files of many stripes too, and an encoder thread's failure fails the compaction
+and changes nothing. ORC columns pyarrow cannot write are refused before anything is written
+(Avro: test_avro.py).
 """
 
 from __future__ import annotations
 
 import random
+import threading
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.orc as orc
 import pytest
 from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.ingest.arrow import ingest_arrow
+from dagster_paimon.io.orc import writer as orc_writer
+from dagster_paimon.io.paths import data_file_path
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
@@ -92,6 +100,11 @@ def test_orc_tables_compact_to_orc_and_read_back_everywhere(warehouse, paimon_ja
     expected = normalized(list(model.values()))
     assert normalized(read_rows(open_table(warehouse, "db.t"))) == expected
 
+    assert_rust_and_java_read(warehouse, paimon_java, expected)
+
+
+def assert_rust_and_java_read(warehouse: str, paimon_java, expected: dict[int, tuple]) -> None:
+    """pypaimon-rust and Paimon's Java reader both read `expected` from db.t."""
     ctx = SQLContext()
     ctx.register_catalog("paimon", {"warehouse": warehouse})
     rust = [r for b in ctx.sql("SELECT * FROM paimon.db.t") for r in b.to_pylist()]
@@ -107,3 +120,65 @@ def test_orc_time_columns_are_refused(warehouse):
     )
     with pytest.raises(InvalidOptionError, match=r"columns \['t'\] are TIME"):
         ingest_arrow(table, pa.table({"id": [1], "t": pa.array([1000], pa.time32("ms"))}))
+
+
+def orc_table_with_history(warehouse: str) -> dict[int, dict]:
+    """An ORC table after three pypaimon commits of overlapping keys; the model of its rows."""
+    spec = TableSpec("db", "t", SCHEMA, ("id",), 1, (), {"file.format": "orc"})
+    create_table(warehouse, spec)
+    rng = random.Random(5)
+    model: dict[int, dict] = {}
+    for commit in range(3):
+        rows = [row(k, f"c{commit}") for k in rng.sample(range(2000), 1500)]
+        write_with_pypaimon(open_table(warehouse, "db.t"), pa.Table.from_pylist(rows, SCHEMA))
+        model.update({r["id"]: r for r in rows})
+    return model
+
+
+def live_paths(warehouse: str) -> list[str]:
+    """Paths of db.t's live data files."""
+    table = open_table(warehouse, "db.t")
+    return [
+        data_file_path(table, b.partition, b.bucket, f)
+        for b in read_levels(table).buckets
+        for f in b.levels.all_files()
+    ]
+
+
+def test_stitched_files_of_many_stripes_read_back_everywhere(warehouse, paimon_java, monkeypatch):
+    monkeypatch.setattr(orc_writer, "STRIPE_BYTES", 16 * 1024)
+    model = orc_table_with_history(warehouse)
+    compact(warehouse, full=True)
+    (path,) = live_paths(warehouse)
+    assert orc.ORCFile(path).nstripes > 4
+    expected = normalized(list(model.values()))
+    assert normalized(read_rows(open_table(warehouse, "db.t"))) == expected
+    assert_rust_and_java_read(warehouse, paimon_java, expected)
+
+
+def test_an_encoder_thread_failure_fails_the_compaction_and_changes_nothing(warehouse, monkeypatch):
+    monkeypatch.setattr(orc_writer, "STRIPE_BYTES", 16 * 1024)
+    model = orc_table_with_history(warehouse)
+    table = open_table(warehouse, "db.t")
+    snapshot = table.snapshot_manager().get_latest_snapshot().id
+    files = sorted(p.name for p in Path(warehouse).rglob("*.orc"))
+    write = orc.ORCWriter.write
+    calls = []
+
+    def failing_in_encoder(self, data):
+        """pyarrow's encoder, failing on its third stripe's thread."""
+        calls.append(threading.current_thread().name)
+        if len(calls) > 10 and calls[-1] == "orc-stripe-encoder":
+            raise OSError("encoder ran out of disk")
+        return write(self, data)
+
+    monkeypatch.setattr(orc.ORCWriter, "write", failing_in_encoder)
+    with pytest.raises(OSError, match="encoder ran out of disk"):
+        compact(warehouse, full=True)
+    assert set(calls) == {"orc-stripe-encoder"}
+    monkeypatch.undo()
+    table = open_table(warehouse, "db.t")
+    assert table.snapshot_manager().get_latest_snapshot().id == snapshot
+    assert sorted(p.name for p in Path(warehouse).rglob("*.orc")) == files
+    assert normalized(read_rows(table)) == normalized(list(model.values()))
+    assert not [t for t in threading.enumerate() if t.name == "orc-stripe-encoder"]

@@ -1,0 +1,146 @@
+"""An ORC file's tail (postscript, footer, stripe statistics): read from one writer's file,
+and written for stitched stripes.
+
+The stitched tail takes everything but the stripes, row count and statistics from the first
+part, so the schema, writer and version are the ones pyarrow wrote. Its footer and metadata are
+stored as ORC's "original" (uncompressed) chunks, which every reader accepts.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import cramjam
+from backports import zstd
+
+from dagster_paimon.io.orc.proto import BYTES, VARINT, Field, decode, encode, first
+
+MAGIC = b"ORC"
+# PostScript
+PS_FOOTER_LENGTH, PS_COMPRESSION, PS_BLOCK_SIZE, PS_METADATA_LENGTH = 1, 2, 3, 5
+# Footer
+FOOTER_CONTENT_LENGTH, FOOTER_STRIPES, FOOTER_TYPES, FOOTER_ROWS, FOOTER_STATISTICS = 2, 3, 4, 6, 7
+STRIPE_OFFSET = 1  # StripeInformation
+STRIPE_STATISTICS = 1  # Metadata
+# CompressionKind
+NONE = 0
+CHUNK_HEADER = 3
+MAX_CHUNK = (1 << 23) - 1  # a chunk's length has 23 bits
+
+DECOMPRESS: dict[int, Callable[[bytes, int], bytes]] = {
+    1: lambda chunk, _: zlib.decompress(chunk, -15),  # ZLIB: raw deflate
+    2: lambda chunk, _: bytes(cramjam.snappy.decompress_raw(chunk)),
+    4: lambda chunk, block: bytes(cramjam.lz4.decompress_block(chunk, output_len=block)),
+    5: lambda chunk, _: zstd.decompress(chunk),
+}
+
+
+@dataclass(frozen=True)
+class Tail:
+    """What stitching needs of one writer's file."""
+
+    postscript: list[Field]
+    footer: list[Field]
+    stripe_statistics: list[bytes]
+
+    @property
+    def stripes_length(self) -> int:
+        """Bytes of the stripes, which follow the header (ORC C++'s content_length)."""
+        return int(first(self.footer, FOOTER_CONTENT_LENGTH) or 0)  # type: ignore[arg-type]
+
+    def repeated(self, number: int) -> list[bytes]:
+        """Every value of a repeated message field of the footer."""
+        return [v for n, _, v in self.footer if n == number]  # type: ignore[misc]
+
+
+def _decompress(section: memoryview, kind: int, block: int) -> memoryview | bytes:
+    """A compressed section: 3-byte chunk headers (length << 1 | original) and chunks."""
+    if kind == NONE:
+        return section
+    if kind not in DECOMPRESS:
+        raise ValueError(f"ORC compression kind {kind} is not one pyarrow writes")
+    out = bytearray()
+    pos = 0
+    while pos < len(section):
+        header = int.from_bytes(section[pos : pos + CHUNK_HEADER], "little")
+        start, pos = pos + CHUNK_HEADER, pos + CHUNK_HEADER + (header >> 1)
+        chunk = section[start:pos]
+        out += chunk if header & 1 else DECOMPRESS[kind](chunk, block)
+    return bytes(out)
+
+
+def _stored(data: bytes, kind: int, block: int) -> bytes:
+    """A section as written: raw when uncompressed, else original chunks of at most a block."""
+    if kind == NONE:
+        return data
+    size = max(1, min(block, MAX_CHUNK))
+    out = bytearray()
+    for start in range(0, len(data), size):
+        chunk = data[start : start + size]
+        out += ((len(chunk) << 1) | 1).to_bytes(CHUNK_HEADER, "little") + chunk
+    return bytes(out)
+
+
+def read_tail(data: memoryview) -> Tail:
+    """The postscript, footer and stripe statistics of an ORC file held in memory."""
+    ps_length = data[-1]
+    ps_end = len(data) - 1
+    postscript = decode(data[ps_end - ps_length : ps_end])
+    kind = int(first(postscript, PS_COMPRESSION) or NONE)  # type: ignore[arg-type]
+    block = int(first(postscript, PS_BLOCK_SIZE) or 0)  # type: ignore[arg-type]
+    footer_end = ps_end - ps_length
+    footer_start = footer_end - int(first(postscript, PS_FOOTER_LENGTH) or 0)  # type: ignore[arg-type]
+    meta_start = footer_start - int(first(postscript, PS_METADATA_LENGTH) or 0)  # type: ignore[arg-type]
+    footer = decode(_decompress(data[footer_start:footer_end], kind, block))
+    metadata = decode(_decompress(data[meta_start:footer_start], kind, block))
+    stripe_stats = [v for n, _, v in metadata if n == STRIPE_STATISTICS]
+    return Tail(postscript, footer, stripe_stats)  # type: ignore[arg-type]
+
+
+def moved_stripe(info: bytes, shift: int) -> bytes:
+    """A StripeInformation whose stripe now starts `shift` bytes later in the file."""
+    return encode(
+        (n, w, int(v) + shift if n == STRIPE_OFFSET else v)  # type: ignore[arg-type]
+        for n, w, v in decode(info)
+    )
+
+
+def write_tail(
+    first_part: Tail,
+    stripes_length: int,
+    stripes: list[bytes],
+    rows: int,
+    stripe_statistics: list[bytes],
+    statistics: list[bytes],
+) -> bytes:
+    """Metadata, footer, postscript and its length byte of the stitched file."""
+    ps = first_part.postscript
+    kind = int(first(ps, PS_COMPRESSION) or NONE)  # type: ignore[arg-type]
+    block = int(first(ps, PS_BLOCK_SIZE) or 0)  # type: ignore[arg-type]
+    keep = first_part.footer
+    footer = encode(
+        [
+            *(f for f in keep if f[0] < FOOTER_CONTENT_LENGTH),
+            (FOOTER_CONTENT_LENGTH, VARINT, stripes_length),
+            *((FOOTER_STRIPES, BYTES, s) for s in stripes),
+            *(f for f in keep if FOOTER_STRIPES < f[0] < FOOTER_ROWS),
+            (FOOTER_ROWS, VARINT, rows),
+            *((FOOTER_STATISTICS, BYTES, s) for s in statistics),
+            *(f for f in keep if f[0] > FOOTER_STATISTICS),
+        ]
+    )
+    metadata = encode((STRIPE_STATISTICS, BYTES, s) for s in stripe_statistics)
+    metadata, footer = _stored(metadata, kind, block), _stored(footer, kind, block)
+    postscript = encode(
+        [
+            (PS_FOOTER_LENGTH, VARINT, len(footer)),
+            *(f for f in ps if PS_FOOTER_LENGTH < f[0] < PS_METADATA_LENGTH),
+            (PS_METADATA_LENGTH, VARINT, len(metadata)),
+            *(f for f in ps if f[0] > PS_METADATA_LENGTH),
+        ]
+    )
+    if len(postscript) > 255:
+        raise ValueError(f"ORC postscript of {len(postscript)} bytes exceeds 255")
+    return metadata + footer + postscript + bytes([len(postscript)])
