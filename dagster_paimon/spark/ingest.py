@@ -1,8 +1,8 @@
 """Ingest a DataFrame or files: bucket every row, one task per bucket, one snapshot, a report.
 
-`distribute` is the driver-side half of Paimon's write path: it hashes each row's bucket key (an
-Arrow UDF over only those columns), remembers the input order, hash-partitions by (partition,
-bucket) so every bucket lands in one task, and sorts each task by key then input order.
+`distribute` is the driver-side half of Paimon's write path: it hashes each row's bucket key (a
+Spark expression, or an Arrow UDF for key types it lacks), remembers the input order, places
+each (partition, bucket) in one task, and sorts each task by key then input order.
 Executors then write each bucket's rows as level-0 files with dense sequence numbers (the
 `paimon` data source's writer, run by `mapInArrow`), and the calling process commits them.
 """
