@@ -45,6 +45,12 @@ CASES = {
         "dt string, id bigint, v string",
         r"primary key column 'id' is null in 1 rows",
     ),
+    # every write task has rows: the tasks that succeed delete their files when one fails
+    "null primary key among many rows": (
+        [("2024-01-01", i, "x") for i in range(40)] + [("2024-01-01", None, "y")],
+        "dt string, id bigint, v string",
+        r"primary key column 'id' is null in 1 rows",
+    ),
     "unknown row kind": (
         [("2024-01-01", 1, "x", "+I"), ("2024-01-01", 2, "y", "U")],
         "dt string, id bigint, v string, _row_kind string",
