@@ -53,7 +53,6 @@ from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
 from dagster_paimon.options import DYNAMIC_BUCKET
 from dagster_paimon.spark.binary_row import bucket_column
 from dagster_paimon.spark.executor import outcome_of, split_outcomes
-from dagster_paimon.spark.session import activate
 from dagster_paimon.spark.source import PaimonWriter, plan_writer
 from dagster_paimon.table import TableRef, open_table
 
@@ -230,7 +229,6 @@ def ingest_dataframe(
     ref = TableRef.of(warehouse, identifier, catalog_options)
     overwrite = mode == "overwrite"
     spark = df.sparkSession
-    activate(spark)
     frame = distribute(df, ref, snapshot_id=base, overwrite=overwrite)
     writer = plan_writer(
         ref,
