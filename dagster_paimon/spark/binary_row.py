@@ -87,11 +87,11 @@ def bucket_column(
             spilled = size > MAX_INLINE_BYTES
             slot = F.when(spilled, _little_endian(F.shiftleft(offset, 32).bitwiseOR(size)))
             slots.append(F.coalesce(slot.otherwise(inline), _little_endian(_long(0))))
-            words = F.floor((size + 7) / 8).cast("bigint") * SLOT_BYTES
+            padded = F.floor((size + 7) / 8).cast("bigint") * SLOT_BYTES  # bytes, whole words
             variable.append(
-                F.when(spilled, _padded(data, words.cast("int"))).otherwise(F.lit(bytearray()))
+                F.when(spilled, _padded(data, padded.cast("int"))).otherwise(F.lit(bytearray()))
             )
-            offset = offset + F.when(spilled, words).otherwise(_long(0))
+            offset = offset + F.when(spilled, padded).otherwise(_long(0))
             continue
         value = _fixed_slot(column, t)
         if value is None:

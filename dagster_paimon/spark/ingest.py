@@ -237,7 +237,7 @@ def ingest_dataframe(
         overwrite=overwrite,
         commit_user=f"dagster-paimon-ingest-{uuid.uuid4()}",
     )
-    tag = f"ingest {identifier}"
+    tag = f"ingest {identifier}".replace(",", " ")  # Spark tags cannot hold commas
     spark.addTag(tag)  # names the jobs in the UI, on classic and Connect alike
     try:
         with spark_errors():
