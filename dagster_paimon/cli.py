@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from dagster_paimon.errors import (
@@ -27,7 +28,8 @@ from dagster_paimon.errors import (
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
-    from pyspark.sql import SparkSession
+
+    from dagster_paimon.spark.session import PendingSession
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -99,29 +101,35 @@ def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
     from dagster_paimon.table import TableRef
 
     options = catalog_options(args)
-    table = table_of(args)
     partition = parse_partition(args.partition)
-    executor = None
-    if args.executor == "spark" and not args.dry_run:
-        from dagster_paimon.spark.executor import SparkExecutor
+    spark = args.executor == "spark" and not args.dry_run
+    with _starting_session(args) if spark else nullcontext() as pending:
+        table = table_of(args)
+        executor = None
+        if pending is not None:
+            from dagster_paimon.spark.executor import SparkExecutor
 
-        executor = SparkExecutor(_spark_session(args))
-    result = compact_table(
-        table,
-        TableRef.of(args.warehouse, args.table, options),
-        full=args.full,
-        partition=partition,
-        executor=executor,
-        dry_run=args.dry_run,
-    )
+            executor = SparkExecutor(pending.session())
+        result = compact_table(
+            table,
+            TableRef.of(args.warehouse, args.table, options),
+            full=args.full,
+            partition=partition,
+            executor=executor,
+            dry_run=args.dry_run,
+        )
     return result.to_dict(), result.summary()
 
 
-def _spark_session(args: argparse.Namespace) -> SparkSession:
-    """The session of --spark-remote or --spark-master; Spark's own logging only with --verbose."""
-    from dagster_paimon.spark.session import spark_session
+def _starting_session(args: argparse.Namespace) -> AbstractContextManager[PendingSession]:
+    """The session of --spark-remote or --spark-master, its JVM booting while the command
+    imports and opens the table; Spark's own logging only with --verbose. Our commands run
+    `mapInArrow` tasks, never the `paimon` data source, so it is not registered."""
+    from dagster_paimon.spark.session import starting_session
 
-    return spark_session(args.spark_master, remote=args.spark_remote, quiet=not args.verbose)
+    return starting_session(
+        args.spark_master, remote=args.spark_remote, quiet=not args.verbose, source=False
+    )
 
 
 def _spark_flags(parser: argparse.ArgumentParser) -> None:
@@ -133,20 +141,21 @@ def _spark_flags(parser: argparse.ArgumentParser) -> None:
 
 def cmd_ingest(args: argparse.Namespace) -> tuple[dict, str]:
     """Ingest files into level 0 with Spark: one APPEND (or OVERWRITE) snapshot."""
-    table_of(args)
     if "://" not in args.source and not os.path.exists(args.source):
         raise UsageError(f"--source {args.source!r} does not exist")
-    from dagster_paimon.spark.ingest import ingest_files
+    with _starting_session(args) as pending:
+        table_of(args)
+        from dagster_paimon.spark.ingest import ingest_files
 
-    report = ingest_files(
-        _spark_session(args),
-        args.warehouse,
-        args.table,
-        args.source,
-        fmt=args.format,
-        mode=args.mode,
-        catalog_options=catalog_options(args),
-    )
+        report = ingest_files(
+            pending.session(),
+            args.warehouse,
+            args.table,
+            args.source,
+            fmt=args.format,
+            mode=args.mode,
+            catalog_options=catalog_options(args),
+        )
     return report.to_dict(), report.summary()
 
 

@@ -59,6 +59,8 @@ from dagster_paimon.table import TableRef, open_table
 FORMATS = ("parquet", "csv", "json")
 _OUR_ERROR = re.compile(r"dagster_paimon\.errors\.(\w+): (.+)")
 CHANNEL_COLUMN = HIDDEN_PREFIX + "channel"
+ARROW_BYTES_CAP = "spark.sql.execution.arrow.maxBytesPerBatch"
+NO_BYTES_CAP = str(2**31 - 1)
 
 
 def _with_fixed_buckets(df: DataFrame, schema: TableSchema) -> DataFrame:
@@ -187,6 +189,26 @@ def spark_errors() -> Iterator[None]:
         raise
 
 
+@contextmanager
+def batches_capped_by_rows(spark: SparkSession) -> Iterator[None]:
+    """Arrow batches to Python workers capped by rows only, unless the session sets a byte cap.
+
+    Spark 4 enforces `ARROW_BYTES_CAP` (64 MB by default) by measuring every vector of the
+    batch after every row it adds, which took a third of the JVM's time in the write stage
+    (bench/ingest.py); at exactly `NO_BYTES_CAP` it skips that. Batches then hold
+    `spark.sql.execution.arrow.maxRecordsPerBatch` rows (10,000): 64 MB only for rows averaging
+    over 6 KB, where that option (or a byte cap of the session's own) should be lowered.
+    """
+    if spark.conf.get(ARROW_BYTES_CAP, None) is not None:
+        yield
+        return
+    spark.conf.set(ARROW_BYTES_CAP, NO_BYTES_CAP)
+    try:
+        yield
+    finally:
+        spark.conf.unset(ARROW_BYTES_CAP)
+
+
 def _write_partition(
     writer: PaimonWriter,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -240,7 +262,7 @@ def ingest_dataframe(
     tag = f"ingest {identifier}".replace(",", " ")  # Spark tags cannot hold commas
     spark.addTag(tag)  # names the jobs in the UI, on classic and Connect alike
     try:
-        with spark_errors():
+        with spark_errors(), batches_capped_by_rows(spark):
             rows = frame.mapInArrow(_write_partition(writer), "payload binary").collect()
     finally:
         spark.removeTag(tag)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
-
-from dagster_paimon.spark.source import register
 
 DEFAULT_MASTER = "local[*]"
 MIN_LOCAL_SHUFFLE_PARTITIONS = 4
@@ -23,51 +26,151 @@ def spark_session(
     *,
     remote: str | None = None,
     quiet: bool = False,
+    source: bool = True,
 ) -> SparkSession:
     """A session whose Python workers run this interpreter, with Arrow on and the UI off.
 
     Executors import dagster_paimon, so they must use this environment's Python; local masters
     get a few shuffle partitions per core, since each partition costs a task. `remote`
     (`sc://host:port`) gives a Spark Connect session instead: the server's own configuration
-    decides its Python, `conf` sets session options. The `paimon` data source is registered on
-    the session returned (also if it already existed). `quiet` turns Spark's own logging off
-    from JVM start (a CLI prints its own errors).
+    decides its Python, `conf` sets session options. `source` registers the `paimon` data
+    source on the session returned (also if it already existed); its first registration costs
+    the JVM about a second, which callers that only ingest or compact (they run `mapInArrow`
+    tasks, not the source) skip. `quiet` turns Spark's own logging off from JVM start (a CLI
+    prints its own errors).
     """
-    builder = _connect(remote) if remote else _classic(master, quiet)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    spark = builder.appName(app_name).getOrCreate()
-    if quiet and not remote:
-        spark.sparkContext.setLogLevel("OFF")
-    register(spark)
-    return spark
+    with starting_session(
+        master, app_name, conf, remote=remote, quiet=quiet, source=source
+    ) as pending:
+        return pending.session()
 
 
-def _connect(remote: str) -> SparkSession.Builder:
-    """A Spark Connect client of `remote`: no JVM here, the server runs every job."""
-    return SparkSession.builder.remote(remote)
+@contextmanager
+def starting_session(
+    master: str = DEFAULT_MASTER,
+    app_name: str = "dagster-paimon",
+    conf: Mapping[str, str] | None = None,
+    *,
+    remote: str | None = None,
+    quiet: bool = False,
+    source: bool = True,
+) -> Iterator[PendingSession]:
+    """`spark_session`'s session, its driver JVM booting while the block runs.
+
+    A classic session's JVM takes seconds to start and leaves this process idle; a caller with
+    imports and table reads to do first does them inside the block, then takes the session
+    with `session()`. Leaving the block without taking it stops the JVM.
+    """
+    pending = PendingSession(master, app_name, conf, remote=remote, quiet=quiet, source=source)
+    try:
+        yield pending
+    finally:
+        pending.discard()
 
 
-def _classic(master: str, quiet: bool) -> SparkSession.Builder:
+class PendingSession:
+    """A session being started: for a new classic driver, its JVM boots in a thread.
+
+    The thread only launches the JVM and connects py4j to it (pyspark's `launch_gateway`, which
+    imports nothing), so it never races the caller's imports; the SparkContext and session are
+    built on the caller's thread by `session()`.
+    """
+
+    def __init__(
+        self,
+        master: str,
+        app_name: str,
+        conf: Mapping[str, str] | None,
+        *,
+        remote: str | None,
+        quiet: bool,
+        source: bool,
+    ):
+        self.remote = remote
+        self.quiet = quiet
+        self.source = source
+        options = {} if remote else _classic_options(master, quiet)
+        self.options = {**options, **(conf or {}), "spark.app.name": app_name}
+        self._gateway: Any = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if not remote:
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        if not remote and SparkContext._active_spark_context is None:
+            self._thread = threading.Thread(
+                target=self._launch, name="spark-driver-launch", daemon=True
+            )
+            self._thread.start()
+
+    def _launch(self) -> None:
+        """Start the driver JVM and connect to it; an error waits for `session()`."""
+        try:
+            self._gateway = launch_gateway(self._conf())
+        except BaseException as e:  # re-raised by session()
+            self._error = e
+
+    def _conf(self) -> SparkConf:
+        """The options as the SparkConf the JVM starts with (JVM flags must be there)."""
+        return SparkConf(loadDefaults=False).setAll(list(self.options.items()))
+
+    def _joined(self) -> Any:
+        """The launched gateway not yet made a context, once the launch thread is done."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
+        return self._gateway
+
+    def session(self) -> SparkSession:
+        """The session, waiting for the JVM to come up if it is still booting."""
+        gateway = self._joined()
+        if gateway is not None:
+            SparkContext(conf=self._conf(), gateway=gateway)
+            self._gateway = None
+        builder = SparkSession.builder.remote(self.remote) if self.remote else SparkSession.builder
+        for key, value in self.options.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        if self.quiet and not self.remote:
+            spark.sparkContext.setLogLevel("OFF")
+        if self.source:
+            from dagster_paimon.spark.source import register  # pypaimon: after the JVM's boot
+
+            register(spark)
+        return spark
+
+    def discard(self) -> None:
+        """Stop a JVM that was launched but never became a session."""
+        try:
+            gateway = self._joined()
+        except BaseException:
+            return
+        if gateway is not None:
+            self._gateway = None
+            gateway.shutdown()
+            if gateway.proc is not None:
+                gateway.proc.kill()
+                gateway.proc.wait()
+
+
+def _classic_options(master: str, quiet: bool) -> dict[str, str]:
     """A driver JVM in this process for `master`, its executors running this interpreter."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master(master)
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.pyspark.driver.python", sys.executable)
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
+    options = {
+        "spark.master": master,
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+    }
     if quiet:
         config = Path(__file__).with_name(QUIET_LOG_CONFIG)
-        builder = builder.config(
-            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={config}"
-        )
+        options["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={config}"
     if master.startswith("local"):
-        builder = builder.config("spark.sql.shuffle.partitions", str(_local_partitions(master)))
-    return builder
+        options["spark.sql.shuffle.partitions"] = str(_local_partitions(master))
+    return options
 
 
 def _local_partitions(master: str) -> int:
