@@ -51,7 +51,7 @@ from dagster_paimon.ingest.layout import (
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
 from dagster_paimon.options import DYNAMIC_BUCKET
-from dagster_paimon.spark.binary_row import bucket_column
+from dagster_paimon.spark.binary_row import with_bucket_column
 from dagster_paimon.spark.executor import outcome_of, split_outcomes
 from dagster_paimon.spark.source import PaimonWriter, plan_writer
 from dagster_paimon.table import TableRef, open_table
@@ -70,9 +70,9 @@ def _with_fixed_buckets(df: DataFrame, schema: TableSchema) -> DataFrame:
     target = value_schema(schema)
     types = [target.field(k).type for k in schema.bucket_keys]
     keys = [F.col(k) for k in schema.bucket_keys]
-    in_jvm = bucket_column(keys, types, num_buckets)
+    in_jvm = with_bucket_column(df, BUCKET_COLUMN, keys, types, num_buckets)
     if in_jvm is not None:
-        return df.withColumn(BUCKET_COLUMN, in_jvm)
+        return in_jvm
 
     @F.arrow_udf("int")  # type: ignore[misc]
     def bucket_of(*columns: pa.Array) -> pa.Array:

@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dagster_paimon.ingest.bucket import binary_row_hashes, buckets_of
-from dagster_paimon.spark.binary_row import bucket_column
+from dagster_paimon.spark.binary_row import with_bucket_column
 
 pytestmark = pytest.mark.spark
 
@@ -54,6 +54,15 @@ KEYS = {
     "date": [pa.date32()],
     "decimal(18,4)": [pa.decimal128(18, 4)],
     "decimal(7,0)": [pa.decimal128(7, 0)],
+    "bigint, int, date, boolean, decimal(18,4), smallint, tinyint": [
+        pa.int64(),
+        pa.int32(),
+        pa.date32(),
+        pa.bool_(),
+        pa.decimal128(18, 4),
+        pa.int16(),
+        pa.int8(),
+    ],
     "string": [pa.string()],
     "binary": [pa.binary()],
     "string, bigint, string": [pa.string(), pa.int64(), pa.string()],
@@ -72,18 +81,21 @@ def test_jvm_buckets_equal_the_numpy_bucket_function(spark, name):
     rng = random.Random(name)
     types = KEYS[name]
     table = pa.table({f"k{i}": pa.array(values(t, rng), t) for i, t in enumerate(types)})
-    frame = spark.createDataFrame(table)
-    column = bucket_column([F.col(c) for c in table.column_names], types, BUCKETS)
-    assert column is not None
-    got = np.array([r[0] for r in frame.select(column).collect()])
+    keys = [F.col(c) for c in table.column_names]
+    frame = with_bucket_column(spark.createDataFrame(table), "b", keys, types, BUCKETS)
+    assert frame is not None
+    got = np.array([r.b for r in frame.collect()])
     want = buckets_of(binary_row_hashes(table.columns), BUCKETS)
     assert (got == want).all(), np.flatnonzero(got != want)[:5]
 
 
 def test_narrower_input_columns_are_bucketed_in_the_table_type(spark):
     narrow = pa.table({"k": pa.array([1, -2, None, 2**31 - 1], pa.int32())})
-    column = bucket_column([F.col("k")], [pa.int64()], BUCKETS)
-    got = [r[0] for r in spark.createDataFrame(narrow).select(column).collect()]
+    frame = with_bucket_column(
+        spark.createDataFrame(narrow), "b", [F.col("k")], [pa.int64()], BUCKETS
+    )
+    assert frame is not None and frame.columns == ["k", "b"]
+    got = [r.b for r in frame.collect()]
     wide = narrow.column("k").cast(pa.int64())
     assert got == buckets_of(binary_row_hashes([wide]), BUCKETS).tolist()
 
@@ -91,5 +103,6 @@ def test_narrower_input_columns_are_bucketed_in_the_table_type(spark):
 @pytest.mark.parametrize(
     "t", [pa.timestamp("us"), pa.timestamp("ms"), pa.float64(), pa.decimal128(20, 2)]
 )
-def test_other_key_types_are_left_to_the_arrow_udf(t):
-    assert bucket_column([F.col("k")], [t], BUCKETS) is None
+def test_other_key_types_are_left_to_the_arrow_udf(spark, t):
+    frame = spark.createDataFrame(pa.table({"k": pa.array([None], t)}))
+    assert with_bucket_column(frame, "b", [F.col("k")], [t], BUCKETS) is None
