@@ -158,10 +158,15 @@ def _mixed(h: Column, word: Column) -> Column:
     return (h * _long(5) + _long(_N1)).bitwiseAND(_long(_WORD_MASK))
 
 
+def _xor_shifted(h: Column, shift: int) -> Column:
+    """`h ^ (h >>> shift)`, a step of Murmur3's final avalanche."""
+    return h.bitwiseXOR(F.shiftrightunsigned(h, shift))
+
+
 def _murmur_bucket(df: DataFrame, name: str, slots: Sequence[Column], buckets: int) -> DataFrame:
     """`df` with the bucket of the BinaryRow made of these 8-byte words (bigints).
 
-    The running hash is a column of its own after each word: every step reads it more than
+    The running hash is a column of its own after each slot: every step reads it more than
     once, and one nested expression would repeat each earlier step that many times over.
     """
     state = f"{name}_murmur"
@@ -169,12 +174,10 @@ def _murmur_bucket(df: DataFrame, name: str, slots: Sequence[Column], buckets: i
     out = df.withColumn(state, _long(SEED))
     for slot in slots:
         low = slot.bitwiseAND(_long(_WORD_MASK))
-        high = F.shiftrightunsigned(slot, 32).bitwiseAND(_long(_WORD_MASK))
-        out = out.withColumn(state, _mixed(h, low)).withColumn(state, _mixed(h, high))
-    out = out.withColumn(state, h.bitwiseXOR(_long(SLOT_BYTES * len(slots))))
-    for shift, factor in ((16, _F1), (13, _F2), (16, None)):
-        out = out.withColumn(state, h.bitwiseXOR(F.shiftrightunsigned(h, shift)))
-        if factor is not None:
-            out = out.withColumn(state, _mul32(h, factor))
+        high = F.shiftrightunsigned(slot, 32)
+        out = out.withColumn(state, _mixed(_mixed(h, low), high))
+    length = h.bitwiseXOR(_long(SLOT_BYTES * len(slots)))
+    out = out.withColumn(state, _mul32(_xor_shifted(length, 16), _F1))
+    out = out.withColumn(state, _xor_shifted(_mul32(_xor_shifted(h, 13), _F2), 16))
     signed = F.when(h >= _long(1 << 31), h - _long(1 << 32)).otherwise(h)  # Java's int
     return out.withColumn(name, F.abs(signed % _long(buckets)).cast("int")).drop(state)
