@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -11,12 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from pyspark import SparkConf, SparkContext
+from pyspark.find_spark_home import _find_spark_home
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
+
+from dagster_paimon.spark.class_archive import ClassArchive, class_archive
 
 DEFAULT_MASTER = "local[*]"
 MIN_LOCAL_SHUFFLE_PARTITIONS = 4
 QUIET_LOG_CONFIG = "log4j2-quiet.properties"
+ARCHIVE_DUMP_SECONDS = 120
 
 
 def spark_session(
@@ -39,10 +44,11 @@ def spark_session(
     tasks, not the source) skip. `quiet` turns Spark's own logging off from JVM start (a CLI
     prints its own errors).
     """
-    with starting_session(
-        master, app_name, conf, remote=remote, quiet=quiet, source=source
-    ) as pending:
+    pending = PendingSession(master, app_name, conf, remote=remote, quiet=quiet, source=source)
+    try:
         return pending.session()
+    finally:
+        pending.discard()
 
 
 @contextmanager
@@ -55,17 +61,22 @@ def starting_session(
     quiet: bool = False,
     source: bool = True,
 ) -> Iterator[PendingSession]:
-    """`spark_session`'s session, its driver JVM booting while the block runs.
+    """`spark_session`'s session for the block, its driver JVM booting while the block runs.
 
     A classic session's JVM takes seconds to start and leaves this process idle; a caller with
     imports and table reads to do first does them inside the block, then takes the session
-    with `session()`. Leaving the block without taking it stops the JVM.
+    with `session()`. Leaving the block without taking it stops the JVM. A JVM launched here
+    lives only for the block, so when no class-data archive exists yet (`class_archive`) it
+    dumps one at the block's end, which the next session's JVM starts from.
     """
-    pending = PendingSession(master, app_name, conf, remote=remote, quiet=quiet, source=source)
+    pending = PendingSession(
+        master, app_name, conf, remote=remote, quiet=quiet, source=source, dump_archive=True
+    )
     try:
         yield pending
     finally:
         pending.discard()
+        pending.finish_archive()
 
 
 class PendingSession:
@@ -73,7 +84,8 @@ class PendingSession:
 
     The thread only launches the JVM and connects py4j to it (pyspark's `launch_gateway`, which
     imports nothing), so it never races the caller's imports; the SparkContext and session are
-    built on the caller's thread by `session()`.
+    built on the caller's thread by `session()`. The JVM maps the class-data archive when there
+    is one, or, with `dump_archive` (the caller stops the session: `finish_archive`), dumps it.
     """
 
     def __init__(
@@ -85,6 +97,7 @@ class PendingSession:
         remote: str | None,
         quiet: bool,
         source: bool,
+        dump_archive: bool = False,
     ):
         self.remote = remote
         self.quiet = quiet
@@ -94,14 +107,33 @@ class PendingSession:
         self._gateway: Any = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._archive: ClassArchive | None = None
+        self._dump: Path | None = None
+        self._spark: SparkSession | None = None
         if not remote:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         if not remote and SparkContext._active_spark_context is None:
+            self._map_archive(dump_archive)
             self._thread = threading.Thread(
                 target=self._launch, name="spark-driver-launch", daemon=True
             )
             self._thread.start()
+
+    def _map_archive(self, dump: bool) -> None:
+        """Add the class-data archive's JVM options: map it, or dump it if allowed."""
+        self._archive = class_archive(Path(_find_spark_home()))
+        if self._archive is None:
+            return
+        if self._archive.exists():
+            extra = self._archive.use_options()
+        elif dump:
+            self._dump = self._archive.dump_target()
+            extra = self._archive.dump_options(self._dump)
+        else:
+            return
+        key = "spark.driver.extraJavaOptions"
+        self.options[key] = f"{self.options.get(key, '')} {extra}".strip()
 
     def _launch(self) -> None:
         """Start the driver JVM and connect to it; an error waits for `session()`."""
@@ -133,6 +165,8 @@ class PendingSession:
         for key, value in self.options.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
+        if gateway is not None:
+            self._spark = spark
         if self.quiet and not self.remote:
             spark.sparkContext.setLogLevel("OFF")
         if self.source:
@@ -153,6 +187,32 @@ class PendingSession:
             if gateway.proc is not None:
                 gateway.proc.kill()
                 gateway.proc.wait()
+        if self._dump is not None and self._spark is None:
+            self._dump.unlink(missing_ok=True)
+
+    def finish_archive(self) -> None:
+        """Stop the session this launched and let its JVM exit, dumping the class-data archive.
+
+        The JVM dumps at exit, which stdin's end triggers (pyspark's gateway exits on EOF);
+        pyspark's class-level gateway is cleared so a later session launches a fresh JVM.
+        """
+        if self._spark is None or self._dump is None or self._archive is None:
+            return
+        gateway = SparkContext._gateway
+        self._spark.stop()
+        if gateway is not None:
+            gateway.shutdown()
+            if gateway.proc is not None and gateway.proc.stdin is not None:
+                gateway.proc.stdin.close()
+                try:
+                    gateway.proc.wait(timeout=ARCHIVE_DUMP_SECONDS)
+                except subprocess.TimeoutExpired:
+                    gateway.proc.kill()
+                    gateway.proc.wait()
+        SparkContext._gateway = None  # type: ignore[assignment]
+        SparkContext._jvm = None  # type: ignore[assignment]
+        self._archive.adopt(self._dump)
+        self._spark = self._dump = None
 
 
 def _classic_options(master: str, quiet: bool) -> dict[str, str]:

@@ -1,0 +1,101 @@
+"""The driver JVM's class-data archive: keyed by java and Spark jars, dumped once, then mapped."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagster_paimon.spark.class_archive import CACHE_ENV, SWITCH_ENV, class_archive
+
+pytestmark = pytest.mark.spark
+
+
+def fake_spark(root: Path, jars: list[str]) -> Path:
+    """A Spark home holding only jar names: what the archive's name depends on."""
+    (root / "jars").mkdir(parents=True)
+    for name in jars:
+        (root / "jars" / name).write_bytes(b"")
+    return root
+
+
+def test_the_archive_is_named_by_the_spark_jars(tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    one = class_archive(fake_spark(tmp_path / "a", ["spark-core-4.1.jar"]))
+    same = class_archive(fake_spark(tmp_path / "b", ["spark-core-4.1.jar"]))
+    other = class_archive(fake_spark(tmp_path / "c", ["spark-core-4.2.jar"]))
+    assert one is not None and same is not None and other is not None
+    assert one.path.parent == tmp_path / "cache" / "jvm"
+    assert one.path != other.path
+    assert one.path != same.path  # another jars directory is another classpath
+
+
+def test_switched_off_or_without_java_there_is_no_archive(tmp_path, monkeypatch):
+    spark = fake_spark(tmp_path / "spark", ["spark-core.jar"])
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(SWITCH_ENV, "off")
+    assert class_archive(spark) is None
+    monkeypatch.delenv(SWITCH_ENV)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    assert class_archive(spark) is None
+
+
+def test_only_a_finished_dump_is_adopted(tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    archive = class_archive(fake_spark(tmp_path / "spark", ["spark-core.jar"]))
+    assert archive is not None
+    empty = archive.dump_target()
+    empty.write_bytes(b"")
+    archive.adopt(empty)
+    assert not empty.exists() and not archive.exists()
+    whole = archive.dump_target()
+    whole.write_bytes(b"classes")
+    archive.adopt(whole)
+    assert archive.exists() and not whole.exists()
+
+
+SESSION = """
+import json, sys
+from pathlib import Path
+from dagster_paimon.spark.session import spark_session, starting_session
+if sys.argv[1] == "dump":
+    with starting_session("local[1]", quiet=True, source=False) as pending:
+        print(json.dumps({"rows": pending.session().range(5).count()}))
+else:
+    spark = spark_session("local[1]", quiet=True, source=False)
+    pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    print(json.dumps({"rows": spark.range(5).count(), "mapped": sys.argv[2] in maps}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps")
+def test_a_session_block_dumps_the_archive_and_the_next_jvm_maps_it(tmp_path):
+    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache")}
+    env.pop(SWITCH_ENV, None)
+
+    def run(*argv: str) -> tuple[dict, str]:
+        done = subprocess.run(
+            [sys.executable, "-c", SESSION, *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+    first, stderr = run("dump")
+    archives = list((tmp_path / "cache" / "jvm").iterdir())
+    assert first == {"rows": 5}
+    assert [p.suffix for p in archives] == [".jsa"], archives  # no temporary dump left
+    assert "writes" in stderr and str(archives[0]) in stderr
+    second, stderr = run("map", str(archives[0]))
+    assert second == {"rows": 5, "mapped": True}
+    assert "class-data archive" not in stderr
+    assert list((tmp_path / "cache" / "jvm").iterdir()) == archives
