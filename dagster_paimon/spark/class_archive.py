@@ -16,7 +16,9 @@ import hashlib
 import logging
 import os
 import shutil
+import time
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 CACHE_ENV = "DAGSTER_PAIMON_CACHE"
 SWITCH_ENV = "DAGSTER_PAIMON_CLASS_ARCHIVE"
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
+STALE_DUMP_SECONDS = 24 * 3600
 
 
 def cache_dir() -> Path:
@@ -58,7 +61,12 @@ class ClassArchive:
         return f"-XX:SharedArchiveFile={self.path} {QUIET}"
 
     def dump_target(self) -> Path:
-        """A file of this run's own for the JVM to dump into (renamed into place once whole)."""
+        """A file of this run's own for the JVM to dump into (renamed into place once whole);
+        dumps a killed run never adopted are removed after a day."""
+        for stale in self.path.parent.glob("*.tmp"):
+            with suppress(OSError):
+                if time.time() - stale.stat().st_mtime > STALE_DUMP_SECONDS:
+                    stale.unlink()
         return self.path.with_name(f"{self.path.stem}.{uuid.uuid4().hex}.tmp")
 
     def dump_options(self, target: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
 import sys
@@ -65,9 +66,9 @@ def starting_session(
 
     A classic session's JVM takes seconds to start and leaves this process idle; a caller with
     imports and table reads to do first does them inside the block, then takes the session
-    with `session()`. Leaving the block without taking it stops the JVM. A JVM launched here
-    lives only for the block, so when no class-data archive exists yet (`class_archive`) it
-    dumps one at the block's end, which the next session's JVM starts from.
+    with `session()`. Leaving the block without taking it stops the JVM. When no class-data
+    archive exists yet (`class_archive`), a JVM launched here dumps one as this process exits,
+    which the next process's JVM starts from: for commands, not for long-lived processes.
     """
     pending = PendingSession(
         master, app_name, conf, remote=remote, quiet=quiet, source=source, dump_archive=True
@@ -76,7 +77,6 @@ def starting_session(
         yield pending
     finally:
         pending.discard()
-        pending.finish_archive()
 
 
 class PendingSession:
@@ -85,7 +85,7 @@ class PendingSession:
     The thread only launches the JVM and connects py4j to it (pyspark's `launch_gateway`, which
     imports nothing), so it never races the caller's imports; the SparkContext and session are
     built on the caller's thread by `session()`. The JVM maps the class-data archive when there
-    is one, or, with `dump_archive` (the caller stops the session: `finish_archive`), dumps it.
+    is one, or, with `dump_archive`, dumps it when this process exits (`finish_archive`).
     """
 
     def __init__(
@@ -165,8 +165,9 @@ class PendingSession:
         for key, value in self.options.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
-        if gateway is not None:
+        if gateway is not None and self._dump is not None:
             self._spark = spark
+            atexit.register(self.finish_archive)
         if self.quiet and not self.remote:
             spark.sparkContext.setLogLevel("OFF")
         if self.source:
@@ -191,9 +192,10 @@ class PendingSession:
             self._dump.unlink(missing_ok=True)
 
     def finish_archive(self) -> None:
-        """Stop the session this launched and let its JVM exit, dumping the class-data archive.
+        """Stop the session this launched and let its JVM exit, dumping the class-data archive,
+        then move the dump into place (at interpreter exit).
 
-        The JVM dumps at exit, which stdin's end triggers (pyspark's gateway exits on EOF);
+        The JVM dumps as it exits, which stdin's end triggers (pyspark's gateway exits on EOF);
         pyspark's class-level gateway is cleared so a later session launches a fresh JVM.
         """
         if self._spark is None or self._dump is None or self._archive is None:

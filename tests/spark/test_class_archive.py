@@ -52,7 +52,11 @@ def test_only_a_finished_dump_is_adopted(tmp_path, monkeypatch):
     empty.write_bytes(b"")
     archive.adopt(empty)
     assert not empty.exists() and not archive.exists()
+    stale = archive.path.with_name("spark-driver-killed.tmp")
+    stale.write_bytes(b"half")
+    os.utime(stale, (0, 0))
     whole = archive.dump_target()
+    assert not stale.exists()
     whole.write_bytes(b"classes")
     archive.adopt(whole)
     assert archive.exists() and not whole.exists()
@@ -63,8 +67,11 @@ import json, sys
 from pathlib import Path
 from dagster_paimon.spark.session import spark_session, starting_session
 if sys.argv[1] == "dump":
-    with starting_session("local[1]", quiet=True, source=False) as pending:
-        print(json.dumps({"rows": pending.session().range(5).count()}))
+    for _ in range(2):  # one JVM serves both blocks; it dumps as the process exits
+        with starting_session("local[1]", quiet=True, source=False) as pending:
+            spark = pending.session()
+            app = spark.sparkContext.applicationId
+            print(json.dumps({"rows": spark.range(5).count(), "app": app}))
 else:
     spark = spark_session("local[1]", quiet=True, source=False)
     pid = spark._jvm.java.lang.ProcessHandle.current().pid()
@@ -88,11 +95,13 @@ def test_a_session_block_dumps_the_archive_and_the_next_jvm_maps_it(tmp_path):
             timeout=300,
             check=True,
         )
-        return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+        printed = [json.loads(line) for line in done.stdout.strip().splitlines()]
+        assert len({p.get("app") for p in printed}) == 1, printed  # one driver per process
+        return printed[-1], done.stderr
 
     first, stderr = run("dump")
     archives = list((tmp_path / "cache" / "jvm").iterdir())
-    assert first == {"rows": 5}
+    assert first["rows"] == 5
     assert [p.suffix for p in archives] == [".jsa"], archives  # no temporary dump left
     assert "writes" in stderr and str(archives[0]) in stderr
     second, stderr = run("map", str(archives[0]))
