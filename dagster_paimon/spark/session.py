@@ -43,7 +43,8 @@ def spark_session(
     source on the session returned (also if it already existed); its first registration costs
     the JVM about a second, which callers that only ingest or compact (they run `mapInArrow`
     tasks, not the source) skip. `quiet` turns Spark's own logging off from JVM start (a CLI
-    prints its own errors).
+    prints its own errors). A driver JVM started here maps the class-data archive when one
+    exists (`dagster_paimon.spark.class_archive`); only `starting_session` writes one.
     """
     pending = PendingSession(master, app_name, conf, remote=remote, quiet=quiet, source=source)
     try:
