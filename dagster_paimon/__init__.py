@@ -4,7 +4,7 @@ Names resolve lazily so `import dagster_paimon` (and the CLI) loads neither Dags
 until one of their adapters is used.
 """
 
-import importlib
+from dagster_paimon.lazy import lazy_getattr
 
 _EXPORTS = {
     "TableSpec": "dagster_paimon.table",
@@ -32,14 +32,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    """Import the module that defines `name` on first use."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dagster_paimon' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -10,7 +10,7 @@ Names resolve lazily: starting a session (`dagster_paimon.spark.session`) loads 
 pypaimon nor the source, so the driver JVM boots while they import.
 """
 
-import importlib
+from dagster_paimon.lazy import lazy_getattr
 
 _EXPORTS = {
     "PaimonDataSource": "dagster_paimon.spark.source",
@@ -19,12 +19,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    """Import the module that defines `name` on first use."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dagster_paimon.spark' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
