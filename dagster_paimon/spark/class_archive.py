@@ -78,9 +78,10 @@ class ClassArchive:
         )
         return f"-XX:ArchiveClassesAtExit={target} {QUIET}"
 
-    def adopt(self, target: Path) -> None:
-        """Move a finished dump into place; a missing dump (the JVM declined) is no error."""
-        if target.is_file() and target.stat().st_size > 0:
+    def adopt(self, target: Path, *, whole: bool) -> None:
+        """Move a dump into place if it is `whole` (its JVM exited cleanly, having written it);
+        a missing one (the JVM declined) is no error, a suspect one is removed."""
+        if whole and target.is_file() and target.stat().st_size > 0:
             os.replace(target, self.path)
             log.info("wrote the driver JVM's class-data archive %s", self.path)
         else:

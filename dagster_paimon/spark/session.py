@@ -203,18 +203,19 @@ class PendingSession:
             return
         gateway = SparkContext._gateway
         self._spark.stop()
+        exited_cleanly = False
         if gateway is not None:
             gateway.shutdown()
             if gateway.proc is not None and gateway.proc.stdin is not None:
                 gateway.proc.stdin.close()
                 try:
-                    gateway.proc.wait(timeout=ARCHIVE_DUMP_SECONDS)
+                    exited_cleanly = gateway.proc.wait(timeout=ARCHIVE_DUMP_SECONDS) == 0
                 except subprocess.TimeoutExpired:
                     gateway.proc.kill()
                     gateway.proc.wait()
         SparkContext._gateway = None  # type: ignore[assignment]
         SparkContext._jvm = None  # type: ignore[assignment]
-        self._archive.adopt(self._dump)
+        self._archive.adopt(self._dump, whole=exited_cleanly)
         self._spark = self._dump = None
 
 

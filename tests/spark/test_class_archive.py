@@ -50,15 +50,19 @@ def test_only_a_finished_dump_is_adopted(tmp_path, monkeypatch):
     assert archive is not None
     empty = archive.dump_target()
     empty.write_bytes(b"")
-    archive.adopt(empty)
+    archive.adopt(empty, whole=True)
     assert not empty.exists() and not archive.exists()
+    cut = archive.dump_target()
+    cut.write_bytes(b"half of the classes")
+    archive.adopt(cut, whole=False)  # its JVM did not exit cleanly
+    assert not cut.exists() and not archive.exists()
     stale = archive.path.with_name("spark-driver-killed.tmp")
     stale.write_bytes(b"half")
     os.utime(stale, (0, 0))
     whole = archive.dump_target()
     assert not stale.exists()
     whole.write_bytes(b"classes")
-    archive.adopt(whole)
+    archive.adopt(whole, whole=True)
     assert archive.exists() and not whole.exists()
 
 
