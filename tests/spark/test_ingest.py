@@ -14,7 +14,14 @@ import pytest
 
 from dagster_paimon.commit.state import live_entries
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.spark.ingest import default_parallelism, ingest_dataframe, ingest_files
+from dagster_paimon.spark.ingest import (
+    ARROW_BYTES_CAP,
+    NO_BYTES_CAP,
+    batches_capped_by_rows,
+    default_parallelism,
+    ingest_dataframe,
+    ingest_files,
+)
 from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import (
     ORDERS_SCHEMA,
@@ -120,6 +127,26 @@ def test_rowkind_field_and_a_second_ingest_continue_each_buckets_sequence(spark,
         files = sorted(bucket.levels.level0, key=lambda f: f.min_sequence_number)
         for older, newer in pairwise(files):
             assert newer.min_sequence_number > older.max_sequence_number
+
+
+@pytest.mark.parametrize("own_cap", [None, "16MB"])
+def test_the_arrow_byte_cap_is_lifted_for_the_write_only_unless_the_session_sets_one(
+    spark, warehouse, own_cap
+):
+    table = cdc_table(warehouse)
+    rows = cdc_batch(random.Random(4), 0)
+    if own_cap:
+        spark.conf.set(ARROW_BYTES_CAP, own_cap)
+    try:
+        with batches_capped_by_rows(spark):
+            assert spark.conf.get(ARROW_BYTES_CAP) == (own_cap or NO_BYTES_CAP)
+        ingest_dataframe(spark.createDataFrame(rows, schema=SPARK_CDC), warehouse, "db.cdc")
+        assert spark.conf.get(ARROW_BYTES_CAP, None) == own_cap  # the session's, as it was
+    finally:
+        spark.conf.unset(ARROW_BYTES_CAP)
+    model: dict = {}
+    apply_dedup(model, [{**r, "_kind": r["op"]} for r in rows], KEY)
+    assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)
 
 
 def test_overwrite_replaces_only_the_partitions_written(spark, warehouse):
