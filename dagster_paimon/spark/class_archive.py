@@ -16,6 +16,8 @@ import hashlib
 import logging
 import os
 import shutil
+import subprocess
+import tempfile
 import time
 import uuid
 from contextlib import suppress
@@ -28,6 +30,7 @@ CACHE_ENV = "DAGSTER_PAIMON_CACHE"
 SWITCH_ENV = "DAGSTER_PAIMON_CLASS_ARCHIVE"
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
 STALE_DUMP_SECONDS = 24 * 3600
+PROBE_SECONDS = 60
 
 
 def cache_dir() -> Path:
@@ -57,8 +60,10 @@ class ClassArchive:
         return self.path.is_file()
 
     def use_options(self) -> str:
-        """JVM options mapping the archive."""
-        return f"-XX:SharedArchiveFile={self.path} {QUIET}"
+        """JVM options mapping the archive; were it damaged after all, the JVM's crash log goes
+        to the temporary directory, not the caller's working directory."""
+        crash_log = Path(tempfile.gettempdir()) / "dagster-paimon-hs_err_pid%p.log"
+        return f"-XX:SharedArchiveFile={self.path} {QUIET} -XX:ErrorFile={crash_log}"
 
     def dump_target(self) -> Path:
         """A file of this run's own for the JVM to dump into (renamed into place once whole);
@@ -79,13 +84,36 @@ class ClassArchive:
         return f"-XX:ArchiveClassesAtExit={target} {QUIET}"
 
     def adopt(self, target: Path, *, whole: bool) -> None:
-        """Move a dump into place if it is `whole` (its JVM exited cleanly, having written it);
-        a missing one (the JVM declined) is no error, a suspect one is removed."""
-        if whole and target.is_file() and target.stat().st_size > 0:
+        """Move a dump into place if it is `whole` (its JVM exited cleanly, having written it)
+        and a JVM maps it; a missing one (the JVM declined) is no error, a suspect one is
+        removed: a JVM mapping a cut archive dies of SIGBUS before Spark starts."""
+        if whole and target.is_file() and target.stat().st_size > 0 and maps_cleanly(target):
             os.replace(target, self.path)
             log.info("wrote the driver JVM's class-data archive %s", self.path)
         else:
             target.unlink(missing_ok=True)
+
+    def discard(self) -> None:
+        """Remove the archive (a JVM failed to start with it)."""
+        log.warning("the driver JVM did not start with %s: removed it", self.path)
+        self.path.unlink(missing_ok=True)
+
+
+def maps_cleanly(archive: Path) -> bool:
+    """Whether a JVM starts with the archive mapped (`-version`; its crash log kept aside)."""
+    java = java_binary()
+    if java is None:
+        return False
+    with tempfile.TemporaryDirectory() as scratch:
+        probe = [
+            str(java),
+            f"-XX:SharedArchiveFile={archive}",
+            *QUIET.split(),
+            f"-XX:ErrorFile={scratch}/hs_err_pid%p.log",
+            "-version",
+        ]
+        done = subprocess.run(probe, cwd=scratch, capture_output=True, timeout=PROBE_SECONDS)
+    return done.returncode == 0
 
 
 def class_archive(spark_home: Path) -> ClassArchive | None:

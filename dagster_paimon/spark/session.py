@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark import SparkConf, SparkContext
+from pyspark.errors import PySparkRuntimeError
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
@@ -23,6 +24,8 @@ DEFAULT_MASTER = "local[*]"
 MIN_LOCAL_SHUFFLE_PARTITIONS = 4
 QUIET_LOG_CONFIG = "log4j2-quiet.properties"
 ARCHIVE_DUMP_SECONDS = 120
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+STDERR_FD = 2
 
 
 def spark_session(
@@ -110,6 +113,7 @@ class PendingSession:
         self._thread: threading.Thread | None = None
         self._archive: ClassArchive | None = None
         self._dump: Path | None = None
+        self._mapped: str | None = None
         self._spark: SparkSession | None = None
         if not remote:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -127,19 +131,28 @@ class PendingSession:
         if self._archive is None:
             return
         if self._archive.exists():
-            extra = self._archive.use_options()
+            self._mapped = self._archive.use_options()
+            self.options[JAVA_OPTIONS] = _joined_options(self.options, self._mapped)
         elif dump:
             self._dump = self._archive.dump_target()
-            extra = self._archive.dump_options(self._dump)
-        else:
-            return
-        key = "spark.driver.extraJavaOptions"
-        self.options[key] = f"{self.options.get(key, '')} {extra}".strip()
+            dumping = self._archive.dump_options(self._dump)
+            self.options[JAVA_OPTIONS] = _joined_options(self.options, dumping)
 
     def _launch(self) -> None:
-        """Start the driver JVM and connect to it; an error waits for `session()`."""
+        """Start the driver JVM and connect to it; an error waits for `session()`. A JVM that
+        dies starting with the archive mapped (a damaged file) is started again without it.
+        The JVM writes to this process's stderr: stdout is the caller's (the CLI's JSON)."""
         try:
-            self._gateway = launch_gateway(self._conf())
+            try:
+                self._gateway = launch_gateway(self._conf(), {"stdout": STDERR_FD})
+            except PySparkRuntimeError:
+                if self._mapped is None or self._archive is None:
+                    raise
+                self._archive.discard()
+                extra = self.options[JAVA_OPTIONS].replace(self._mapped, "").strip()
+                self.options[JAVA_OPTIONS] = extra
+                self._mapped = None
+                self._gateway = launch_gateway(self._conf(), {"stdout": STDERR_FD})
         except BaseException as e:  # re-raised by session()
             self._error = e
 
@@ -219,6 +232,11 @@ class PendingSession:
         self._spark = self._dump = None
 
 
+def _joined_options(options: Mapping[str, str], extra: str) -> str:
+    """The driver's JVM options with `extra` added."""
+    return f"{options.get(JAVA_OPTIONS, '')} {extra}".strip()
+
+
 def _classic_options(master: str, quiet: bool) -> dict[str, str]:
     """A driver JVM in this process for `master`, its executors running this interpreter."""
     options = {
@@ -231,7 +249,7 @@ def _classic_options(master: str, quiet: bool) -> dict[str, str]:
     }
     if quiet:
         config = Path(__file__).with_name(QUIET_LOG_CONFIG)
-        options["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={config}"
+        options[JAVA_OPTIONS] = f"-Dlog4j2.configurationFile={config}"
     if master.startswith("local"):
         options["spark.sql.shuffle.partitions"] = str(_local_partitions(master))
     return options

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dagster_paimon.spark.class_archive import CACHE_ENV, SWITCH_ENV, class_archive
+from dagster_paimon.spark.class_archive import CACHE_ENV, SWITCH_ENV, class_archive, maps_cleanly
 
 pytestmark = pytest.mark.spark
 
@@ -87,7 +87,7 @@ else:
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps")
 def test_a_session_block_dumps_the_archive_and_the_next_jvm_maps_it(tmp_path):
-    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache")}
+    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
     env.pop(SWITCH_ENV, None)
 
     def run(*argv: str) -> tuple[dict, str]:
@@ -99,7 +99,7 @@ def test_a_session_block_dumps_the_archive_and_the_next_jvm_maps_it(tmp_path):
             timeout=300,
             check=True,
         )
-        printed = [json.loads(line) for line in done.stdout.strip().splitlines()]
+        printed = [json.loads(line) for line in done.stdout.strip().splitlines()]  # JSON only
         assert len({p.get("app") for p in printed}) == 1, printed  # one driver per process
         return printed[-1], done.stderr
 
@@ -112,3 +112,14 @@ def test_a_session_block_dumps_the_archive_and_the_next_jvm_maps_it(tmp_path):
     assert second == {"rows": 5, "mapped": True}
     assert "class-data archive" not in stderr
     assert list((tmp_path / "cache" / "jvm").iterdir()) == archives
+
+    # A cut archive crashes a JVM mapping it: never adopted, and removed if found in place.
+    cut = tmp_path / "cut.jsa"
+    cut.write_bytes(archives[0].read_bytes()[: archives[0].stat().st_size // 2])
+    assert maps_cleanly(archives[0]) and not maps_cleanly(cut)
+    archives[0].chmod(0o644)
+    os.replace(cut, archives[0])
+    third, stderr = run("map", str(archives[0]))
+    assert third == {"rows": 5, "mapped": False}
+    assert "did not start with" in stderr and not archives[0].exists()
+    assert list(tmp_path.glob("dagster-paimon-hs_err_pid*.log"))  # the crash log, kept aside
