@@ -148,11 +148,11 @@ class PendingSession:
             except PySparkRuntimeError:
                 if self._mapped is None or self._archive is None:
                     raise
-                self._archive.discard()
                 extra = self.options[JAVA_OPTIONS].replace(self._mapped, "").strip()
                 self.options[JAVA_OPTIONS] = extra
                 self._mapped = None
                 self._gateway = launch_gateway(self._conf(), {"stdout": STDERR_FD})
+                self._archive.discard()  # the JVM starts without it: it was the archive
         except BaseException as e:  # re-raised by session()
             self._error = e
 
