@@ -103,3 +103,25 @@ class PaimonJava:
         if done.returncode != 0:
             raise AssertionError(f"Paimon's Java reader failed:\n{done.stderr[-4000:]}")
         return [json.loads(line) for line in done.stdout.splitlines() if line]
+
+    def orc_rows(self, path: str, seeks: list[int]) -> tuple[list[list], dict[int, list]]:
+        """Paimon's bundled ORC reader on one file: every row as text (None for null), and the
+        row it reads after seeking to each of `seeks`."""
+        done = subprocess.run(
+            ["java", "-cp", self.classpath, "OrcRows", path, *map(str, seeks)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise AssertionError(f"Paimon's ORC reader failed:\n{done.stderr[-4000:]}")
+        rows: list[list] = []
+        sought: dict[int, list] = {}
+        for line in done.stdout.splitlines():
+            tag, number, *values = line.split("\t")
+            parsed = [None if v == "null" else v for v in values]
+            if tag == "all":
+                rows.append(parsed)
+            elif tag == "seek":
+                sought[int(number)] = parsed
+        return rows, sought

@@ -8,13 +8,9 @@ stored as ORC's "original" (uncompressed) chunks, which every reader accepts.
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 
-import cramjam
-from backports import zstd
-
+from dagster_paimon.io.orc.codecs import NONE, Codec
 from dagster_paimon.io.orc.proto import BYTES, VARINT, Field, decode, encode, first
 
 MAGIC = b"ORC"
@@ -22,19 +18,9 @@ MAGIC = b"ORC"
 PS_FOOTER_LENGTH, PS_COMPRESSION, PS_BLOCK_SIZE, PS_METADATA_LENGTH = 1, 2, 3, 5
 # Footer
 FOOTER_CONTENT_LENGTH, FOOTER_STRIPES, FOOTER_TYPES, FOOTER_ROWS, FOOTER_STATISTICS = 2, 3, 4, 6, 7
+FOOTER_ROW_INDEX_STRIDE = 8
 STRIPE_OFFSET = 1  # StripeInformation
 STRIPE_STATISTICS = 1  # Metadata
-# CompressionKind
-NONE = 0
-CHUNK_HEADER = 3
-MAX_CHUNK = (1 << 23) - 1  # a chunk's length has 23 bits
-
-DECOMPRESS: dict[int, Callable[[bytes, int], bytes]] = {
-    1: lambda chunk, _: zlib.decompress(chunk, -15),  # ZLIB: raw deflate
-    2: lambda chunk, _: bytes(cramjam.snappy.decompress_raw(chunk)),
-    4: lambda chunk, block: bytes(cramjam.lz4.decompress_block(chunk, output_len=block)),
-    5: lambda chunk, _: zstd.decompress(chunk),
-}
 
 
 @dataclass(frozen=True)
@@ -50,37 +36,20 @@ class Tail:
         """Bytes of the stripes, which follow the header (ORC C++'s content_length)."""
         return int(first(self.footer, FOOTER_CONTENT_LENGTH) or 0)  # type: ignore[arg-type]
 
+    @property
+    def codec(self) -> Codec:
+        """The file's compression kind and block size."""
+        return codec_of(self.postscript)
+
     def repeated(self, number: int) -> list[bytes]:
         """Every value of a repeated message field of the footer."""
         return [v for n, _, v in self.footer if n == number]  # type: ignore[misc]
 
 
-def _decompress(section: memoryview, kind: int, block: int) -> memoryview | bytes:
-    """A compressed section: 3-byte chunk headers (length << 1 | original) and chunks."""
-    if kind == NONE:
-        return section
-    if kind not in DECOMPRESS:
-        raise ValueError(f"ORC compression kind {kind} is not one pyarrow writes")
-    out = bytearray()
-    pos = 0
-    while pos < len(section):
-        header = int.from_bytes(section[pos : pos + CHUNK_HEADER], "little")
-        start, pos = pos + CHUNK_HEADER, pos + CHUNK_HEADER + (header >> 1)
-        chunk = section[start:pos]
-        out += chunk if header & 1 else DECOMPRESS[kind](chunk, block)
-    return bytes(out)
-
-
-def _stored(data: bytes, kind: int, block: int) -> bytes:
-    """A section as written: raw when uncompressed, else original chunks of at most a block."""
-    if kind == NONE:
-        return data
-    size = max(1, min(block, MAX_CHUNK))
-    out = bytearray()
-    for start in range(0, len(data), size):
-        chunk = data[start : start + size]
-        out += ((len(chunk) << 1) | 1).to_bytes(CHUNK_HEADER, "little") + chunk
-    return bytes(out)
+def codec_of(postscript: list[Field]) -> Codec:
+    """The compression a postscript names."""
+    kind = int(first(postscript, PS_COMPRESSION) or NONE)  # type: ignore[arg-type]
+    return Codec(kind, int(first(postscript, PS_BLOCK_SIZE) or 0))  # type: ignore[arg-type]
 
 
 def read_tail(data: memoryview) -> Tail:
@@ -88,13 +57,12 @@ def read_tail(data: memoryview) -> Tail:
     ps_length = data[-1]
     ps_end = len(data) - 1
     postscript = decode(data[ps_end - ps_length : ps_end])
-    kind = int(first(postscript, PS_COMPRESSION) or NONE)  # type: ignore[arg-type]
-    block = int(first(postscript, PS_BLOCK_SIZE) or 0)  # type: ignore[arg-type]
+    codec = codec_of(postscript)
     footer_end = ps_end - ps_length
     footer_start = footer_end - int(first(postscript, PS_FOOTER_LENGTH) or 0)  # type: ignore[arg-type]
     meta_start = footer_start - int(first(postscript, PS_METADATA_LENGTH) or 0)  # type: ignore[arg-type]
-    footer = decode(_decompress(data[footer_start:footer_end], kind, block))
-    metadata = decode(_decompress(data[meta_start:footer_start], kind, block))
+    footer = decode(codec.decompress(data[footer_start:footer_end]))
+    metadata = decode(codec.decompress(data[meta_start:footer_start]))
     stripe_stats = [v for n, _, v in metadata if n == STRIPE_STATISTICS]
     return Tail(postscript, footer, stripe_stats)  # type: ignore[arg-type]
 
@@ -117,8 +85,6 @@ def write_tail(
 ) -> bytes:
     """Metadata, footer, postscript and its length byte of the stitched file."""
     ps = first_part.postscript
-    kind = int(first(ps, PS_COMPRESSION) or NONE)  # type: ignore[arg-type]
-    block = int(first(ps, PS_BLOCK_SIZE) or 0)  # type: ignore[arg-type]
     keep = first_part.footer
     footer = encode(
         [
@@ -132,7 +98,8 @@ def write_tail(
         ]
     )
     metadata = encode((STRIPE_STATISTICS, BYTES, s) for s in stripe_statistics)
-    metadata, footer = _stored(metadata, kind, block), _stored(footer, kind, block)
+    codec = first_part.codec
+    metadata, footer = codec.stored_original(metadata), codec.stored_original(footer)
     postscript = encode(
         [
             (PS_FOOTER_LENGTH, VARINT, len(footer)),

@@ -4,6 +4,10 @@ Each stripe (about STRIPE_BYTES of Arrow data) is a one-stripe ORC file a thread
 memory while the next stripe is fed; at most ENCODERS stripes are in flight, so memory stays
 bounded at that many encoded stripes. A finished stripe is copied into the output in order;
 closing writes the tail. pyarrow releases the GIL while it encodes.
+
+Top-level DECIMAL(p<=18) columns are encoded by `decimals` (numpy) instead: ORC C++ spends
+more on each of them than on any other column. pyarrow writes an all-null placeholder in their
+place and `splice` swaps our streams in, in the same thread, before the stripe is stitched.
 """
 
 from __future__ import annotations
@@ -12,14 +16,23 @@ import math
 import queue
 import threading
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.orc as orc
 
-from dagster_paimon.io.orc.proto import first
+from dagster_paimon.io.orc.decimals import (
+    MAX_PRECISION,
+    Summary,
+    decimal_type,
+    encoded_decimal,
+)
+from dagster_paimon.io.orc.proto import decode, first, packed
+from dagster_paimon.io.orc.splice import Swap, spliced
 from dagster_paimon.io.orc.stats import FileStatistics
 from dagster_paimon.io.orc.tail import (
+    FOOTER_ROW_INDEX_STRIDE,
     FOOTER_ROWS,
     FOOTER_STATISTICS,
     FOOTER_STRIPES,
@@ -37,16 +50,29 @@ STRIPE_BYTES = 16 * 1024 * 1024
 ENCODERS = 2  # stripes encoded at once
 QUEUE_BATCHES = 2  # batches waiting for a stripe's encoder
 BATCH_ROWS = 8 * 1024  # rows ORC converts at once: fewer page faults than 64k, fewer calls than 1k
+PLACEHOLDER = pa.int8()  # what pyarrow writes, all null, where a decimal column goes
+TYPE_SUBTYPES = 2  # Type.subtypes: a struct's field column ids
+
+
+@dataclass(frozen=True)
+class _Decimal:
+    """A top-level DECIMAL(p<=18) field, encoded by us into a placeholder pyarrow writes."""
+
+    field: int
+    precision: int
+    scale: int
 
 
 class _Stripe:
     """Batches one thread encodes into a one-stripe ORC file in memory."""
 
-    def __init__(self, compression: str):
+    def __init__(self, compression: str, decimals: list[_Decimal]):
         self.compression = compression
+        self.decimals = decimals
+        self.kept: dict[int, list[pa.Array]] = {d.field: [] for d in decimals}
         self.batches: queue.Queue[pa.Table | None] = queue.Queue(maxsize=QUEUE_BATCHES)
         self.arrow_bytes = 0
-        self.encoded: pa.Buffer | None = None
+        self.encoded: pa.Buffer | bytes | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._encode, name="orc-stripe-encoder", daemon=True)
         self.thread.start()
@@ -66,22 +92,45 @@ class _Stripe:
                 writer.write(table)
             sealed = True
             writer.close()
-            self.encoded = sink.getvalue()
+            self.encoded = self._with_decimals(sink.getvalue())
         except BaseException as e:  # re-raised by the feeding thread
             self.error = e
             while not sealed and self.batches.get() is not None:
                 pass
 
+    def _with_decimals(self, encoded: pa.Buffer) -> pa.Buffer | bytes:
+        """The stripe with our encoding of each decimal column in place of its placeholder."""
+        if not self.decimals:
+            return encoded
+        view = memoryview(encoded).cast("B")
+        tail = read_tail(view)
+        fields = packed(first(decode(tail.repeated(FOOTER_TYPES)[0]), TYPE_SUBTYPES))  # type: ignore[arg-type]
+        stride = int(first(tail.footer, FOOTER_ROW_INDEX_STRIDE) or 0)  # type: ignore[arg-type]
+        swaps = {}
+        for d in self.decimals:
+            column = None
+            if tail.repeated(FOOTER_STRIPES):
+                array = pa.concat_arrays(self.kept[d.field])
+                column = encoded_decimal(array, d.scale, tail.codec, stride)
+            statistics = column.statistics if column else Summary(0, False).statistics(d.scale)
+            swaps[fields[d.field]] = Swap(decimal_type(d.precision, d.scale), column, statistics)
+        return spliced(view, tail, swaps)
+
     def put(self, table: pa.Table) -> None:
-        """Queue rows for this stripe."""
-        self.batches.put(table)
+        """Queue rows for this stripe: decimal columns kept, placeholders in their place."""
         self.arrow_bytes += table.nbytes
+        for d in self.decimals:
+            self.kept[d.field].append(table.column(d.field).combine_chunks())
+            table = table.set_column(
+                d.field, table.field(d.field).name, pa.nulls(table.num_rows, PLACEHOLDER)
+            )
+        self.batches.put(table)
 
     def seal(self) -> None:
         """No more rows: the thread finishes the stripe."""
         self.batches.put(None)
 
-    def result(self) -> pa.Buffer:
+    def result(self) -> pa.Buffer | bytes:
         """The encoded one-stripe file, once its thread is done; its error if it failed."""
         self.thread.join()
         if self.error is not None:
@@ -102,6 +151,11 @@ class StripedOrcWriter:
     ):
         self.stream, self.schema, self.compression = stream, schema, compression
         self.stripe_bytes = STRIPE_BYTES if stripe_bytes is None else stripe_bytes
+        self.decimals = [
+            _Decimal(i, f.type.precision, f.type.scale)
+            for i, f in enumerate(schema)
+            if pa.types.is_decimal128(f.type) and f.type.precision <= MAX_PRECISION
+        ]
         self._open: _Stripe | None = None
         self._sealed: deque[_Stripe] = deque()
         self._first: Tail | None = None
@@ -118,7 +172,7 @@ class StripedOrcWriter:
         offset = 0
         while offset < batch.num_rows:
             if self._open is None:
-                self._open = _Stripe(self.compression)
+                self._open = _Stripe(self.compression, self.decimals)
             self._raise_failed()
             room = math.ceil((self.stripe_bytes - self._open.arrow_bytes) / row_bytes)
             part = batch.slice(offset, max(1, room))
@@ -130,7 +184,7 @@ class StripedOrcWriter:
     def close(self) -> None:
         """Finish every stripe, copy them in order and write the tail."""
         if self._open is None and not self._sealed and self._first is None:
-            self._open = _Stripe(self.compression)
+            self._open = _Stripe(self.compression, self.decimals)
             self._open.put(self.schema.empty_table())  # an empty file still has its schema
         if self._open is not None:
             self._seal()

@@ -40,6 +40,7 @@ SCHEMA = pa.schema(
         pa.field("ltz", pa.timestamp("us", tz="UTC")),
         pa.field("day", pa.date32()),
         pa.field("amount", pa.decimal128(12, 2)),
+        pa.field("wide", pa.decimal128(18, 4)),
     ]
 )
 
@@ -53,8 +54,14 @@ def row(key: int, tag: str) -> dict:
         "ts": datetime(2024, 1, 1, 12, 0, key % 60),
         "ltz": datetime(2024, 1, 2, 3, 4, key % 60, tzinfo=UTC),
         "day": date(2024, 1, 1 + key % 28),
-        "amount": Decimal(f"{key}.25"),
+        "amount": None if key % 9 == 4 else Decimal(f"{'-' if key % 2 else ''}{key}.25"),
+        "wide": Decimal(f"{(-1) ** key * (key * 10**10 + 10**10 - 1)}.5678"),
     }
+
+
+def _decimal(value: object, quantum: str) -> str | None:
+    """A decimal at its column's scale as text, whichever object a reader returns."""
+    return None if value is None else str(Decimal(str(value)).quantize(Decimal(quantum)))
 
 
 def normalized(rows: list[dict]) -> dict[int, tuple]:
@@ -76,7 +83,8 @@ def normalized(rows: list[dict]) -> dict[int, tuple]:
             ts.strftime("%Y-%m-%d %H:%M:%S") if ts else None,
             ltz.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if ltz else None,
             str(day),
-            str(Decimal(str(r["amount"])).quantize(Decimal("0.01"))),
+            _decimal(r["amount"], "0.01"),
+            _decimal(r["wide"], "0.0001"),
         )
     return out
 
