@@ -37,16 +37,10 @@ def _lz4_block(chunk: bytes, block: int) -> bytes:
     return bytes(out[: cramjam.lz4.decompress_block_into(chunk, out)])
 
 
-def _lz4_block(chunk: bytes, block: int) -> bytes:
-    """A raw LZ4 block of at most `block` bytes (it does not record its own length)."""
-    out = bytearray(block)
-    return bytes(out[: cramjam.lz4.decompress_block_into(chunk, out)])
-
-
 DECOMPRESS: dict[int, Callable[[bytes, int], bytes]] = {
     ZLIB: lambda chunk, _: zlib.decompress(chunk, -15),
     SNAPPY: lambda chunk, _: bytes(cramjam.snappy.decompress_raw(chunk)),
-    LZ4: lambda chunk, block: _lz4_block(chunk, block),
+    LZ4: _lz4_block,
     ZSTD: lambda chunk, _: zstd.decompress(chunk),
 }
 
