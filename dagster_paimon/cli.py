@@ -241,6 +241,39 @@ def _add_maintenance_commands(commands: argparse._SubParsersAction) -> None:
     orphans.set_defaults(handler=cmd_remove_orphans)
 
 
+def cmd_doctor(args: argparse.Namespace) -> tuple[dict, str]:
+    """Check every snapshot and tag for missing files; --rollback-unreadable removes a broken
+    newest run of snapshots. Exit 0 when the table is healthy or was repaired; exit 1 when it
+    is unhealthy and not repaired (the report is still printed) or a rollback is refused."""
+    from dagster_paimon.errors import TableUnhealthyError
+    from dagster_paimon.maintenance.doctor import doctor
+
+    result = doctor(table_of(args), repair=args.rollback_unreadable)
+    if result.healthy:
+        return result.to_dict(), result.summary()
+    print(json.dumps(result.to_dict()) if args.json else result.summary())
+    raise TableUnhealthyError("; ".join(filter(None, [result.verdict(), result.repair()])))
+
+
+def _add_doctor_command(commands: argparse._SubParsersAction) -> None:
+    """doctor (missing files; optional rollback of unreadable newest snapshots)."""
+    doctor = commands.add_parser(
+        "doctor",
+        help="find missing files; exit 1 if the table is unhealthy and not repaired",
+        description="Check that every snapshot and tag of the table can be read. Exit 0 when "
+        "it is healthy or was repaired, 1 when it is unhealthy and not repaired (the report "
+        "is still printed) or a rollback is refused.",
+    )
+    _common(doctor)
+    doctor.add_argument(
+        "--rollback-unreadable",
+        action="store_true",
+        help="delete the newest snapshots if they are unreadable and an older one is not; "
+        "never deletes manifests or data files",
+    )
+    doctor.set_defaults(handler=cmd_doctor)
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     """Flags every command takes."""
     parser.add_argument("--warehouse", required=True, help="warehouse path or s3://bucket/prefix")
@@ -278,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.set_defaults(handler=cmd_compact)
     _add_spark_commands(commands)
     _add_maintenance_commands(commands)
+    _add_doctor_command(commands)
     return parser
 
 

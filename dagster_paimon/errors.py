@@ -75,3 +75,11 @@ class EndpointUnreachableError(WarehouseUnreachableError):
 
 class UnsupportedWarehouseError(WarehouseUnreachableError):
     """The warehouse URI uses a scheme without an atomic create-if-absent we trust."""
+
+
+class RepairRefusedError(DagsterPaimonError):
+    """The doctor will not roll back: a broken snapshot is not among the newest, or it is tagged."""
+
+
+class TableUnhealthyError(DagsterPaimonError):
+    """The doctor found snapshots or tags no reader can read, and they were not repaired."""
