@@ -24,6 +24,7 @@ from dagster_paimon.errors import (
     SnapshotNotFoundError,
     TableNotFoundError,
     WarehouseUnreachableError,
+    transient_cause,
 )
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+# sysexits' EX_TEMPFAIL: the store kept failing transiently; the same command can be run again
+EXIT_TRANSIENT = 75
 
 INPUT_ERRORS = (
     ValueError,
@@ -316,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; exit 0 on success, 2 on bad usage or input, 1 on other failures."""
+    """Run one command; exit 0 on success, 2 on bad usage or input, 75 when the store kept
+    failing transiently through every retry (running it again is safe), 1 on other failures."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -326,18 +330,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], tuple[dict, str]] = args.handler
     try:
         payload, text = handler(args)
+    except Exception as e:
+        transient = transient_cause(e)
+        if transient is None:
+            return _failed(args.command, e)
+        print(f"dagster-paimon {args.command}: failed transiently: {transient}", file=sys.stderr)
+        return EXIT_TRANSIENT
+    print(json.dumps(payload, sort_keys=False) if args.json else text)
+    return EXIT_OK
+
+
+def _failed(command: str, error: Exception) -> int:
+    """Report a failure on stderr in one line; its exit code by kind."""
+    try:
+        raise error
     except INPUT_ERRORS as e:
-        print(f"dagster-paimon {args.command}: error: {e}", file=sys.stderr)
+        print(f"dagster-paimon {command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except DagsterPaimonError as e:
-        print(f"dagster-paimon {args.command}: failed: {e}", file=sys.stderr)
+        print(f"dagster-paimon {command}: failed: {e}", file=sys.stderr)
         return EXIT_FAILURE
     except Exception as e:
         log.exception("unexpected failure")
-        print(f"dagster-paimon {args.command}: failed: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"dagster-paimon {command}: failed: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_FAILURE
-    print(json.dumps(payload, sort_keys=False) if args.json else text)
-    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """Typed errors: one root so callers can catch everything we raise on purpose."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class DagsterPaimonError(Exception):
     """Root of every error dagster-paimon raises deliberately."""
@@ -83,3 +86,79 @@ class RepairRefusedError(DagsterPaimonError):
 
 class TableUnhealthyError(DagsterPaimonError):
     """The doctor found snapshots or tags no reader can read, and they were not repaired."""
+
+
+class TransientStoreError(DagsterPaimonError):
+    """A store request kept failing transiently (throttling, 5xx, a dropped connection) after
+    every retry; what the table looks like afterwards is part of the message."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        operation: str,
+        key: str,
+        code: str,
+        table_unchanged: bool | None = None,
+    ):
+        super().__init__(message)
+        self.operation = operation
+        self.key = key
+        self.code = code
+        self.table_unchanged = table_unchanged
+        self.judged = table_unchanged is not None
+
+    def judge(self, table_unchanged: bool | None) -> None:
+        """Record what became of the table, once: the innermost layer that knows says it."""
+        if not self.judged:
+            self.table_unchanged = table_unchanged
+            self.judged = True
+
+    @property
+    def retry_safe(self) -> bool:
+        """Running the same operation again can neither lose nor duplicate committed data."""
+        return True
+
+    def __str__(self) -> str:
+        """The request, the object, the store's code, then what became of the table."""
+        if self.table_unchanged is None:
+            state = "the table may or may not have changed, and every snapshot it keeps still reads"
+        elif self.table_unchanged:
+            state = "the table is unchanged"
+        else:
+            state = "the table changed"
+        return f"{self.args[0]}; {state}; retrying the operation is safe"
+
+
+class CommitOutcomeUnknownError(TransientStoreError):
+    """The store never confirmed whether a snapshot was created; the commit's files are kept."""
+
+
+def transient_cause(e: BaseException) -> TransientStoreError | None:
+    """The TransientStoreError behind `e`, also when a library wrapped it in its own error
+    (pypaimon turns any failure to load a schema into a RuntimeError)."""
+    seen: set[int] = set()
+    current: BaseException | None = e
+    while current is not None and id(current) not in seen:
+        if isinstance(current, TransientStoreError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+@contextmanager
+def transient_errors(*, table_unchanged: bool | None = None) -> Iterator[None]:
+    """Raise the TransientStoreError behind a failure as itself (libraries wrap it in theirs),
+    judging the table unchanged when the caller knows nothing of it was changed yet."""
+    try:
+        yield
+    except Exception as e:
+        transient = transient_cause(e)
+        if transient is None:
+            raise
+        if table_unchanged is not None:
+            transient.judge(table_unchanged)
+        if transient is e:
+            raise
+        raise transient.with_traceback(transient.__traceback__)  # noqa: B904 (its own cause)

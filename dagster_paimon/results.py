@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
+from dagster_paimon.errors import transient_errors
+
 Metrics = dict[str, int | float | None]
 
 
@@ -54,6 +56,8 @@ P = TypeVar("P", bound=Plan)
 def run_planned(plan: Callable[[], P], execute: Callable[[P], R], *, dry_run: bool) -> R:
     """Plan, then preview or execute; the result's seconds cover both steps."""
     start = time.perf_counter()
-    planned = plan()
-    result = planned.preview() if dry_run else execute(planned)
+    with transient_errors(table_unchanged=True):  # planning only reads
+        planned = plan()
+    with transient_errors():
+        result = planned.preview() if dry_run else execute(planned)
     return replace(result, seconds=time.perf_counter() - start)  # type: ignore[type-var]

@@ -20,6 +20,7 @@ from dagster_paimon.errors import (
     SchemaMismatchError,
     TableNotFoundError,
     WarehouseUnreachableError,
+    transient_cause,
 )
 from dagster_paimon.options import BUCKET, DYNAMIC_BUCKET, POSTPONE_BUCKET
 from dagster_paimon.redaction import masked_options
@@ -108,9 +109,11 @@ def open_catalog(
     options.update(store.catalog_options())
     options["warehouse"] = warehouse
     try:
-        return CatalogFactory.create(options)
+        catalog = CatalogFactory.create(options)
     except (OSError, ValueError) as e:
         raise WarehouseUnreachableError(f"cannot open warehouse {warehouse!r}: {e}") from e
+    catalog.file_io = store.adapt_file_io(catalog.file_io)
+    return catalog
 
 
 def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
@@ -131,6 +134,11 @@ def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
         raise TableNotFoundError(f"table {identifier!r} does not exist") from e
     except OSError as e:
         raise WarehouseUnreachableError(f"cannot read warehouse: {e}") from e
+    except Exception as e:
+        transient = transient_cause(e)
+        if transient is None:
+            raise
+        raise transient from e
     if not table.table_schema.primary_keys:
         raise InvalidTableSpecError(f"table {identifier!r} has no primary key")
     return table

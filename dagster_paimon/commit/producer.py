@@ -24,7 +24,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.state import ADD, find_landed, live_entries
-from dagster_paimon.errors import CommitConflictError
+from dagster_paimon.errors import CommitConflictError, transient_cause
 from dagster_paimon.failpoints import (
     AFTER_SNAPSHOT,
     BEFORE_SNAPSHOT,
@@ -119,11 +119,8 @@ class SnapshotProducer:
         """ADD entries of the files this snapshot adds."""
         return []
 
-    def replan(self, latest: Snapshot | None, *, settled: bool) -> None:
-        """Re-plan the files this operation wrote for `latest`, before its entries are planned.
-
-        `settled`: no earlier attempt's outcome is unknown, so files it replaced may be deleted.
-        """
+    def replan(self, latest: Snapshot | None) -> None:
+        """Re-plan the files this operation wrote for `latest`, before its entries are planned."""
 
     def check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
         """Raise CommitConflictError if the entries cannot go on top of `latest`."""
@@ -212,26 +209,18 @@ class SnapshotProducer:
 
         Each attempt re-plans the operation's own files and plans its entries against the
         latest snapshot, then checks them; a conflict fails at once. A lost snapshot race
-        removes the attempt's metadata and retries with backoff. On failure the operation's
-        new files are removed too, unless an attempt's outcome is unknown (its snapshot may
-        have landed: orphan removal reclaims them if not).
+        (another writer's snapshot under our id, storage/create.py) removes the attempt's
+        metadata and retries with backoff. A snapshot write whose outcome stays unknown ends
+        the loop, as in Java: if no snapshot of this commit is found, the error is raised with
+        every file kept (orphan removal reclaims them if it never lands). On any other failure
+        the operation's new files are removed too. docs/object-stores.md walks through it.
         """
         manager = self.table.snapshot_manager()
-        uncertain_since: int | None = None
+        uncertain = False
         try:
             for retry in range(self.max_retries + 1):
                 latest = manager.get_latest_snapshot()
-                if uncertain_since is not None:
-                    done = find_landed(
-                        self.table,
-                        self.commit_user,
-                        self.identifier,
-                        after=uncertain_since,
-                        kind=self.kind,
-                    )
-                    if done is not None:
-                        return CommitOutcome(done, retry)
-                self.replan(latest, settled=uncertain_since is None)
+                self.replan(latest)
                 entries = self.deleted_entries(latest) + self.added_entries(latest)
                 self.check(latest, entries)
                 attempt = _Attempt(self.table)
@@ -248,40 +237,51 @@ class SnapshotProducer:
                         JSON.to_json(snapshot, indent=2),
                     )
                 except Exception:
-                    log.warning(
-                        "snapshot %d write failed; checking before retrying",
-                        snapshot.id,
-                        exc_info=True,
+                    uncertain = True
+                    log.warning("snapshot %d: outcome unknown; looking for it", snapshot.id)
+                    done = find_landed(
+                        self.table,
+                        self.commit_user,
+                        self.identifier,
+                        after=latest.id if latest else 0,
+                        kind=self.kind,
                     )
-                    uncertain_since = latest.id if latest else 0
-                    created = False
-                else:
-                    if not created:
-                        attempt.clean()
+                    if done is None:
+                        raise
+                    return self._committed(done, len(entries), retry + 1)
                 if created:
                     failpoint(AFTER_SNAPSHOT)
-                    update_latest_hint(self.table.file_io, manager.latest_file, snapshot.id)
-                    log.info(
-                        "committed %s snapshot %d of %s (%d entries, attempt %d)",
-                        self.kind,
-                        snapshot.id,
-                        self.table_name,
-                        len(entries),
-                        retry + 1,
-                    )
-                    return CommitOutcome(snapshot, retry + 1)
+                    return self._committed(snapshot, len(entries), retry + 1)
+                attempt.clean()
                 log.info("lost the race for snapshot %d; retrying", snapshot.id)
                 time.sleep(backoff_seconds(retry))
             raise CommitConflictError(
                 f"gave up committing to {self.table_name} after {self.max_retries + 1} "
                 "attempts: other writers kept winning the snapshot race"
             )
-        except BaseException:
-            if uncertain_since is None:
+        except BaseException as e:
+            if not uncertain:
                 self.discard()
             else:
                 log.warning(
-                    "an earlier snapshot write of this commit may have landed; its data files "
-                    "are kept and orphan removal reclaims them if it did not"
+                    "the snapshot of this commit may yet land; its files are kept and orphan "
+                    "removal reclaims them if it does not"
                 )
+            transient = transient_cause(e)
+            if transient is not None:
+                transient.judge(None if uncertain else True)
             raise
+
+    def _committed(self, snapshot: Snapshot, entries: int, attempts: int) -> CommitOutcome:
+        """Point the LATEST hint at our snapshot and report it."""
+        manager = self.table.snapshot_manager()
+        update_latest_hint(self.table.file_io, manager.latest_file, snapshot.id)
+        log.info(
+            "committed %s snapshot %d of %s (%d entries, attempt %d)",
+            self.kind,
+            snapshot.id,
+            self.table_name,
+            entries,
+            attempts,
+        )
+        return CommitOutcome(snapshot, attempts)

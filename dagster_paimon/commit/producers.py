@@ -96,7 +96,7 @@ class AppendProducer(SnapshotProducer):
         self.max_resequences = max_resequences
         self.resequences = 0
 
-    def replan(self, latest: Snapshot | None, *, settled: bool) -> None:
+    def replan(self, latest: Snapshot | None) -> None:
         """Renumber our files of every bucket another writer reached since we started."""
         if self.resequence is None or self.resequences >= self.max_resequences:
             return  # check() reports any bucket still lost
@@ -132,8 +132,7 @@ class AppendProducer(SnapshotProducer):
         self.changes = [moved.get(i, c) for i, c in enumerate(self.changes)]
         for key, shift in shifts.items():
             self.first_sequences[key] += shift
-        if settled:  # else an attempt that may yet land names them; orphan removal reclaims
-            _delete_data_files(self.table, superseded)
+        _delete_data_files(self.table, superseded)
 
     def added_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
         """The new files, as ADD entries."""

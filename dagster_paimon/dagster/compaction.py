@@ -6,6 +6,7 @@ from dagster import AssetExecutionContext, AssetsDefinition, Config, Materialize
 from pydantic import Field
 
 from dagster_paimon.dagster.metadata import health_metadata, metric_metadata
+from dagster_paimon.dagster.retries import retried_when_transient
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
@@ -39,7 +40,6 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
     )
     def compaction(context: AssetExecutionContext, config: CompactionConfig) -> MaterializeResult:
         warehouse = spec.warehouse(context.resources)
-        table = warehouse.open_table(spec.identifier)
         partition = spec.paimon_partition(
             context.partition_key if context.has_partition_key else None
         )
@@ -48,15 +48,17 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
             from dagster_paimon.spark.executor import SparkExecutor
 
             executor = SparkExecutor(getattr(context.resources, spec.spark_key).spark_session)
-        report = compact_table(
-            table,
-            warehouse.table_ref(spec.identifier),
-            full=config.full,
-            partition=partition,
-            executor=executor,
-        )
+        with retried_when_transient(context.op_execution_context):
+            table = warehouse.open_table(spec.identifier)
+            report = compact_table(
+                table,
+                warehouse.table_ref(spec.identifier),
+                full=config.full,
+                partition=partition,
+                executor=executor,
+            )
+            health = read_levels(table, partition=partition).health()
         context.log.info(report.summary())
-        health = read_levels(table, partition=partition).health()
         return MaterializeResult(
             metadata={**metric_metadata(report.metrics()), **health_metadata(health)}
         )

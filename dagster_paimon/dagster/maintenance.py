@@ -18,6 +18,7 @@ from pydantic import Field
 
 from dagster_paimon.dagster.metadata import metric_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.dagster.retries import retried_when_transient
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
@@ -97,8 +98,9 @@ def _maintenance_job(
     )
     def maintenance_op(context: OpExecutionContext, config: config_type) -> None:  # type: ignore[valid-type]
         warehouse = spec.warehouse(context.resources)
-        table = warehouse.open_table(spec.identifier)
-        result = run(warehouse, table, config)
+        with retried_when_transient(context):
+            table = warehouse.open_table(spec.identifier)
+            result = run(warehouse, table, config)
         context.log.info(result.summary())
         context.add_output_metadata(metric_metadata(result.metrics()))
 

@@ -27,6 +27,7 @@ from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.errors import (
     DatabaseNotFoundError,
     TableNotFoundError,
+    TransientStoreError,
     WarehouseUnreachableError,
 )
 from dagster_paimon.lsm.model.health import BucketHealth
@@ -171,6 +172,9 @@ def build_compaction_sensor(
             levels = read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
         except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
             return SkipReason(f"{spec.identifier} is not there yet: {e}")
+        except TransientStoreError as e:
+            e.judge(True)  # a tick only reads
+            return SkipReason(f"{spec.identifier} unreadable this tick (next one retries): {e}")
         cursor = SensorCursor.parse(context.cursor)
         snapshot = levels.snapshot_id or 0
         busy = _in_flight_by_job(context).get(job.name, set())
@@ -222,8 +226,8 @@ def build_warehouse_sensor(
                 spec.warehouse_key: spec.warehouse(context.resources).open_catalog()
                 for spec, _ in tables
             }
-        except WarehouseUnreachableError as e:
-            return SkipReason(f"warehouse not reachable: {e}")
+        except (WarehouseUnreachableError, TransientStoreError) as e:
+            return SkipReason(f"warehouse not reachable this tick: {e}")
 
         def read(target: tuple[PaimonTableSpec, JobDefinition]) -> TableLevels | Exception:
             spec = target[0]
@@ -231,7 +235,12 @@ def build_warehouse_sensor(
                 return watch.levels(
                     catalogs[spec.warehouse_key], spec.identifier, warehouse=spec.warehouse_key
                 )
-            except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
+            except (
+                TableNotFoundError,
+                DatabaseNotFoundError,
+                WarehouseUnreachableError,
+                TransientStoreError,
+            ) as e:
                 return e
 
         busy = _in_flight_by_job(context)

@@ -391,6 +391,10 @@ def _plan_changelogs(
     )
 
 
+# how often expire() plans again when a tag, branch or consumer appears meanwhile
+STALE_REPLANS = 2
+
+
 def plan_expiry(
     table: FileStoreTable,
     target: str = SNAPSHOTS,
@@ -404,10 +408,18 @@ def plan_expiry(
     Retention comes from the table's snapshot.* (or changelog.*) options with `overrides` on
     top; `now_ms` is the clock the time retention is measured against.
     """
+    meta = TableMetadata(table, files or table_files(table))
+    return _plan(meta, target, overrides, now_ms)
+
+
+def _plan(
+    meta: TableMetadata, target: str, overrides: RetentionOverrides | None, now_ms: int | None
+) -> ExpiryPlan:
+    """plan_expiry through a given metadata reader (whose manifest reads it keeps)."""
     if target not in (SNAPSHOTS, CHANGELOGS):
         raise ValueError(f"target must be {SNAPSHOTS!r} or {CHANGELOGS!r}, got {target!r}")
+    table = meta.table
     options = table.table_schema.options
-    meta = TableMetadata(table, files or table_files(table))
     if target == SNAPSHOTS:
         config = ExpireConfig.from_table_options(options, overrides)
         return _plan_snapshots(table, config, meta, now_ms)
@@ -470,9 +482,13 @@ def execute_expiry(
     table: FileStoreTable, plan: ExpiryPlan, *, files: TableFiles | None = None
 ) -> ExpiryResult:
     """Delete what the plan frees, in Paimon's order; re-checks protections first."""
+    return _execute(TableMetadata(table, files or table_files(table)), plan)
+
+
+def _execute(meta: TableMetadata, plan: ExpiryPlan) -> ExpiryResult:
+    """execute_expiry through a given metadata reader."""
     start = time.perf_counter()
-    files = files or table_files(table)
-    meta = TableMetadata(table, files)
+    files = meta.files
     if plan.is_empty or plan.end_id is None:
         return replace(plan.preview(), dry_run=False, seconds=time.perf_counter() - start)
     end = plan.end_id
@@ -526,12 +542,24 @@ def expire(
     now_ms: int | None = None,
     files: TableFiles | None = None,
 ) -> ExpiryResult:
-    """Expire snapshots (or long-lived changelogs) by retention options and any overrides."""
-    return run_planned(
-        lambda: plan_expiry(table, target, overrides=overrides, now_ms=now_ms, files=files),
-        lambda plan: execute_expiry(table, plan, files=files),
-        dry_run=dry_run,
-    )
+    """Expire snapshots (or long-lived changelogs) by retention options and any overrides.
+
+    A plan that a tag, branch or consumer made stale before anything was deleted is made again,
+    reading only the manifests that snapshots committed since added.
+    """
+    meta = TableMetadata(table, files or table_files(table))
+    for replans in range(STALE_REPLANS + 1):
+        try:
+            return run_planned(
+                lambda: _plan(meta, target, overrides, now_ms),
+                lambda plan: _execute(meta, plan),
+                dry_run=dry_run,
+            )
+        except StaleMaintenancePlanError as e:
+            if replans == STALE_REPLANS:
+                raise
+            log.info("%s; planning again (%d manifests read so far)", e, meta.manifests_read)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def expire_snapshots(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:

@@ -40,6 +40,7 @@ SNAPSHOT_ID = "snapshot_id"
 MANIFESTS_BEFORE = "manifests_before"
 MANIFESTS_AFTER = "manifests_after"
 REWRITTEN_MANIFESTS = "rewritten_manifests"
+MANIFESTS_READ = "manifests_read"
 SECONDS = "seconds"
 PENDING_PREFIX = "(pending-"
 
@@ -271,10 +272,29 @@ class DeferredWriter:
         return result
 
 
-def entry_reader(table: FileStoreTable) -> ReadEntries:
-    """Read a manifest with value statistics kept: merged entries are written back as read."""
-    manager = ManifestFileManager(table)
-    return lambda m: manager.read(m.file_name, drop_stats=False, file_size=m.file_size)
+class EntryReader:
+    """Reads manifests with value statistics kept (merged entries are written back as read),
+    each once: manifests never change, so a merge retried after a lost race reads only the
+    manifests the new snapshots added."""
+
+    def __init__(self, table: FileStoreTable):
+        self._manager = ManifestFileManager(table)
+        self._read: dict[str, list[ManifestEntry]] = {}
+
+    def __call__(self, manifest: ManifestFileMeta) -> list[ManifestEntry]:
+        """The entries of one manifest."""
+        entries = self._read.get(manifest.file_name)
+        if entries is None:
+            entries = self._manager.read(
+                manifest.file_name, drop_stats=False, file_size=manifest.file_size
+            )
+            self._read[manifest.file_name] = entries
+        return entries
+
+    @property
+    def manifests_read(self) -> int:
+        """How many distinct manifests were read."""
+        return len(self._read)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,6 +310,7 @@ class ManifestCompactionResult:
     manifests_before: int
     manifests_after: int
     rewritten_manifests: int
+    manifests_read: int = 0
     seconds: float = 0.0
 
     def metrics(self) -> Metrics:
@@ -299,6 +320,7 @@ class ManifestCompactionResult:
             MANIFESTS_BEFORE: self.manifests_before,
             MANIFESTS_AFTER: self.manifests_after,
             REWRITTEN_MANIFESTS: self.rewritten_manifests,
+            MANIFESTS_READ: self.manifests_read,
             SECONDS: round(self.seconds, 3),
         }
 
@@ -311,6 +333,7 @@ class ManifestCompactionResult:
             "manifests_before": self.manifests_before,
             "manifests_after": self.manifests_after,
             "rewritten_manifests": self.rewritten_manifests,
+            "manifests_read": self.manifests_read,
             "mode": self.mode,
             "full": self.full,
             "dry_run": self.dry_run,
@@ -337,6 +360,7 @@ class ManifestCompactionPlan:
     manifests_before: int = 0
     outcome: MergeOutcome | None = None
     pending: DeferredWriter | None = None
+    read: EntryReader | None = None
 
     def preview(self) -> ManifestCompactionResult:
         """The merge, with the number of rolled output manifests estimated."""
@@ -351,6 +375,7 @@ class ManifestCompactionPlan:
             manifests_before=self.manifests_before,
             manifests_after=len(outcome.manifests) if outcome else self.manifests_before,
             rewritten_manifests=outcome.rewritten if outcome else 0,
+            manifests_read=self.read.manifests_read if self.read else 0,
         )
 
 
@@ -365,11 +390,10 @@ def _merge(
     inputs: list[ManifestFileMeta],
     options: ManifestMergeOptions,
     writer: ManifestWriter,
+    read: EntryReader,
 ) -> tuple[int, MergeOutcome]:
     """(manifests before, merge outcome) of a snapshot's manifests."""
-    outcome = merge_manifests(
-        inputs, entry_reader(table), writer, options, partitioned=bool(table.partition_keys)
-    )
+    outcome = merge_manifests(inputs, read, writer, options, partitioned=bool(table.partition_keys))
     return len(inputs), outcome
 
 
@@ -384,8 +408,9 @@ def plan_manifest_compaction(
     options = _merge_options(table, full)
     inputs = ManifestListManager(table).read_all(latest)
     pending = DeferredWriter(inputs, options.target_size)
-    before, outcome = _merge(table, inputs, options, pending)
-    return ManifestCompactionPlan(name, full, latest.id, before, outcome, pending)
+    read = EntryReader(table)
+    before, outcome = _merge(table, inputs, options, pending, read)
+    return ManifestCompactionPlan(name, full, latest.id, before, outcome, pending, read)
 
 
 class _Merges:
@@ -396,6 +421,7 @@ class _Merges:
         self.plan = plan
         self.files = files
         self.writer = RollingWriter(table, _merge_options(table, plan.full).target_size)
+        self.read = plan.read or EntryReader(table)
         self.outcomes: dict[int, tuple[int, MergeOutcome]] = {}
 
     def merged(self, latest: Snapshot) -> list[ManifestFileMeta]:
@@ -409,7 +435,9 @@ class _Merges:
             else:
                 options = _merge_options(self.table, plan.full)
                 inputs = ManifestListManager(self.table).read_all(latest)
-                self.outcomes[latest.id] = _merge(self.table, inputs, options, self.writer)
+                self.outcomes[latest.id] = _merge(
+                    self.table, inputs, options, self.writer, self.read
+                )
         return self.outcomes[latest.id][1].manifests
 
     def discard(self, keep: frozenset[str] | set[str] = frozenset()) -> None:
@@ -457,6 +485,7 @@ def execute_manifest_compaction(
         manifests_before=before,
         manifests_after=len(outcome.manifests),
         rewritten_manifests=outcome.rewritten,
+        manifests_read=merges.read.manifests_read,
         seconds=time.perf_counter() - start,
     )
 

@@ -106,7 +106,12 @@ class Branch:
 
 
 class TableMetadata:
-    """Reads a table's metadata through its FileIO, listing through the maintenance store."""
+    """Reads a table's metadata through its FileIO, listing through the maintenance store.
+
+    Manifest lists and manifests never change once written, so each is read once per instance:
+    a check repeated before deleting, or a plan made again after a race, reads only what new
+    snapshots added.
+    """
 
     def __init__(self, table: FileStoreTable, files: TableFiles):
         self.table = table
@@ -116,6 +121,8 @@ class TableMetadata:
         self.manifest_dir = f"{self.root}/manifest"
         self.main = Branch(MAIN_BRANCH, self.root)
         self._bucket_dirs: dict[tuple[bytes, int], str] = {}
+        self._lists: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        self._refs: dict[str, list[FileRef]] = {}
 
     def branches(self) -> list[Branch]:
         """main, then every branch under branch/ (Java's branch-<name> directories)."""
@@ -212,10 +219,28 @@ class TableMetadata:
 
     def manifest_list(self, name: str) -> list[tuple[str, tuple[str, ...]]]:
         """(manifest name, its extra files) of a manifest list."""
-        return [(r["_FILE_NAME"], tuple(r.get("_EXTRA_FILES") or ())) for r in self._avro(name)]
+        listed = self._lists.get(name)
+        if listed is None:
+            listed = [
+                (r["_FILE_NAME"], tuple(r.get("_EXTRA_FILES") or ())) for r in self._avro(name)
+            ]
+            self._lists[name] = listed
+        return listed
 
     def manifest_refs(self, name: str) -> list[FileRef]:
         """Every entry of one manifest, as file identities."""
+        refs = self._refs.get(name)
+        if refs is None:
+            refs = self._refs[name] = self._read_refs(name)
+        return refs
+
+    @property
+    def manifests_read(self) -> int:
+        """Distinct manifests and manifest lists read so far."""
+        return len(self._lists) + len(self._refs)
+
+    def _read_refs(self, name: str) -> list[FileRef]:
+        """Every entry of one manifest, read from the store."""
         refs = []
         for r in self._avro(name):
             f = r["_FILE"]

@@ -9,7 +9,12 @@ from collections.abc import Sequence
 from urllib.parse import urlparse
 
 from dagster_paimon.failpoints import FILE_DELETED, failpoint
+from dagster_paimon.storage.create import create_resolved
 from dagster_paimon.storage.files import FileStatus
+from dagster_paimon.storage.retry import RetryPolicy
+
+# a local disk answers at once; only a failed link (NFS) needs its outcome read back
+LOCAL_RETRIES = RetryPolicy(attempts=3, base_s=0.05, cap_s=0.5)
 
 
 def local_path(path: str) -> str | None:
@@ -22,24 +27,60 @@ def local_path(path: str) -> str | None:
     return None
 
 
+def _stored(path: str) -> bytes | None:
+    """The file's bytes, None if there is none."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _link(temp: str, path: str) -> bool:
+    """Hard-link the temp file into place; False when the name exists."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        return False
+    return True
+
+
 def create_local_if_absent(path: str, content: str) -> bool:
-    """Write a temp file, then hard-link it into place: link fails if the name exists."""
+    """True if this call created `path` with `content`, False if another writer did first.
+
+    A temp file is hard-linked into place: the kernel refuses an existing name. An "exists" or
+    any other failure of the link (on NFS a retransmitted link that already landed answers
+    EEXIST) is resolved by reading the name back, as an object store's create is.
+    """
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
+    body = content.encode("utf-8")
     temp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4()}.tmp")
     try:
-        with open(temp, "w", encoding="utf-8") as f:
-            f.write(content)
+        with open(temp, "wb") as f:
+            f.write(body)
             f.flush()
             os.fsync(f.fileno())
-        try:
-            os.link(temp, path)
-        except FileExistsError:
-            return False
-        return True
+        created = create_resolved(
+            path, body, lambda: _link(temp, path), lambda: _stored(path), LOCAL_RETRIES
+        )
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+    if created:
+        _fsync_directory(directory)
+    return created
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make a new name durable: a crash after the commit must not forget the snapshot."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems (and all of Windows) cannot fsync a directory
+    finally:
+        os.close(fd)
 
 
 class LocalFiles:

@@ -20,17 +20,28 @@ from dagster_paimon.errors import (
     InvalidCredentialsError,
     InvalidOptionError,
     MissingCredentialsError,
+    TransientStoreError,
     UnsupportedWarehouseError,
     WarehouseUnreachableError,
 )
 from dagster_paimon.failpoints import FILE_DELETED, failpoint
 from dagster_paimon.options import catalog_boolean, read_option
 from dagster_paimon.redaction import masked
+from dagster_paimon.storage.create import create_resolved
 from dagster_paimon.storage.files import FileStatus
+from dagster_paimon.storage.retry import (
+    TRANSIENT_CODES,
+    RetryPolicy,
+    error_code,
+    is_transient,
+    retrying,
+)
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
 MAX_DELETE_KEYS = 1000
-LOST_RACE_CODES = ("PreconditionFailed", "ConditionalRequestConflict")
+# proving a warehouse reachable fails fast: a wrong endpoint is not worth a minute of backoff
+REACHABILITY_RETRIES = RetryPolicy(attempts=2)
+PRECONDITION_FAILED = "PreconditionFailed"
 CREDENTIAL_CODES = (
     "InvalidAccessKeyId",
     "SignatureDoesNotMatch",
@@ -201,16 +212,17 @@ class S3Settings:
             result[PATH_STYLE] = "true"
         return result
 
-    def client(self, attempts: int = 5):
-        """A shared, thread-safe boto3 S3 client for these settings."""
-        return _client(self, attempts)
+    def client(self):
+        """A shared, thread-safe boto3 S3 client for these settings; it never retries by
+        itself: every call goes through storage/retry.py, which logs and classifies."""
+        return _client(self)
 
 
 _client_lock = threading.Lock()
 
 
 @functools.lru_cache(maxsize=32)
-def _client(settings: S3Settings, attempts: int):
+def _client(settings: S3Settings):
     """Build a client once per settings: creation is slow and not thread-safe, use is both."""
     import boto3
     from botocore.config import Config
@@ -220,7 +232,7 @@ def _client(settings: S3Settings, attempts: int):
         endpoint = f"https://{endpoint}"
     config = Config(
         s3={"addressing_style": "path" if settings.path_style else "auto"},
-        retries={"max_attempts": attempts, "mode": "standard"},
+        retries={"total_max_attempts": 1, "mode": "standard"},
         connect_timeout=10,
         read_timeout=60,
     )
@@ -234,12 +246,6 @@ def _client(settings: S3Settings, attempts: int):
             aws_session_token=settings.session_token,
             config=config,
         )
-
-
-def _error_code(e: Exception) -> str:
-    """The S3 error code of a ClientError ("" for anything else)."""
-    response = getattr(e, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
 
 
 def specific_error(
@@ -265,7 +271,7 @@ def specific_error(
         return EndpointUnreachableError(
             f"cannot connect to the S3 endpoint {where} for {uri}: {e}; check {ENDPOINT}"
         )
-    code = _error_code(e)
+    code = error_code(e)
     if code in CREDENTIAL_CODES:
         key = settings.access_key_id or "from boto3's credential chain"
         return InvalidCredentialsError(
@@ -291,13 +297,14 @@ def specific_error(
 
 @contextmanager
 def s3_errors(uri: str, settings: S3Settings) -> Iterator[None]:
-    """Turn boto3 failures that mean 'cannot reach the warehouse' into specific errors."""
+    """Turn boto3 failures that mean 'cannot reach the warehouse' into specific errors; a
+    transient failure stays as it is, for the retry around it."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         yield
     except (BotoCoreError, ClientError) as e:
-        specific = specific_error(e, uri, settings)
+        specific = None if is_transient(e) else specific_error(e, uri, settings)
         if specific is None:
             raise
         raise specific from e
@@ -306,8 +313,20 @@ def s3_errors(uri: str, settings: S3Settings) -> Iterator[None]:
 def check_reachable(uri: str, settings: S3Settings) -> None:
     """One LIST under the warehouse proves endpoint, credentials and bucket before any write."""
     bucket, key = split_s3_uri(uri)
-    with s3_errors(uri, settings):
-        settings.client(attempts=2).list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+    try:
+        with s3_errors(uri, settings):
+            retrying(
+                "LIST",
+                uri,
+                lambda: settings.client().list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1),
+                REACHABILITY_RETRIES,
+            )
+    except TransientStoreError as e:
+        cause = e.__cause__
+        specific = specific_error(cause, uri, settings) if isinstance(cause, Exception) else None
+        if specific is None:
+            raise
+        raise specific from cause
 
 
 _conditional_stores: set[tuple[str | None, str]] = set()
@@ -315,23 +334,48 @@ _conditional_lock = threading.Lock()
 
 
 def _put_new(settings: S3Settings, bucket: str, key: str, body: bytes) -> bool:
-    """PUT with If-None-Match: *; False when the store says the key already exists."""
+    """One PUT with If-None-Match: *; False when the store says the key exists (412)."""
     from botocore.exceptions import ClientError
 
     try:
         with s3_errors(f"s3://{bucket}/{key}", settings):
             settings.client().put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
     except ClientError as e:
-        if _error_code(e) in LOST_RACE_CODES:
+        if error_code(e) == PRECONDITION_FAILED:
             return False
         raise
     return True
 
 
+def _get(settings: S3Settings, bucket: str, key: str) -> bytes | None:
+    """The object's bytes, None if there is none; a body cut short raises (transient)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        with s3_errors(f"s3://{bucket}/{key}", settings):
+            return settings.client().get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as e:
+        if error_code(e) in ("NoSuchKey", "404"):
+            return None
+        raise
+
+
+def _create(settings: S3Settings, bucket: str, key: str, body: bytes) -> bool:
+    """A conditional PUT resolved by reading back whenever its answer is not a plain success."""
+    return create_resolved(
+        f"s3://{bucket}/{key}",
+        body,
+        lambda: _put_new(settings, bucket, key, body),
+        lambda: _get(settings, bucket, key),
+        RetryPolicy.from_env(),
+    )
+
+
 def check_conditional_writes(settings: S3Settings, path: str) -> None:
     """Prove once per process and bucket that the store refuses a second create of a key.
 
-    A store that ignores If-None-Match would let two committers both win a snapshot id.
+    A store that ignores If-None-Match would let two committers both win a snapshot id. The two
+    creates carry different bytes, so a retried first create is not taken for a refusal.
     """
     bucket, key = split_s3_uri(path)
     store = (settings.endpoint, bucket)
@@ -339,10 +383,10 @@ def check_conditional_writes(settings: S3Settings, path: str) -> None:
         return
     probe = f"{key.rsplit('/', 1)[0]}/.conditional-write-probe-{uuid.uuid4().hex}"
     try:
-        _put_new(settings, bucket, probe, b"")
-        refused = not _put_new(settings, bucket, probe, b"")
+        _create(settings, bucket, probe, b"first")
+        refused = not _create(settings, bucket, probe, b"second")
     finally:
-        settings.client().delete_object(Bucket=bucket, Key=probe)
+        S3Files(settings).delete_files([f"s3://{bucket}/{probe}"])
     if not refused:
         raise UnsupportedWarehouseError(
             f"{settings.endpoint or 'the S3 store'} ignores If-None-Match on PUT, so commits to "
@@ -354,10 +398,14 @@ def check_conditional_writes(settings: S3Settings, path: str) -> None:
 
 
 def put_if_absent(settings: S3Settings, path: str, content: str) -> bool:
-    """A conditional PUT (If-None-Match: *): S3 itself lets exactly one writer create the key."""
+    """True if this call created `path` with `content`; False if another writer created it.
+
+    S3 itself lets exactly one conditional PUT (If-None-Match: *) create a key; storage/create.py
+    tells a lost answer to our own PUT from another writer's object.
+    """
     check_conditional_writes(settings, path)
     bucket, key = split_s3_uri(path)
-    return _put_new(settings, bucket, key, content.encode("utf-8"))
+    return _create(settings, bucket, key, content.encode("utf-8"))
 
 
 class S3Files:
@@ -365,50 +413,67 @@ class S3Files:
 
     def __init__(self, settings: S3Settings):
         self.settings = settings
+        self.policy = RetryPolicy.from_env()
 
     def list_dir(self, directory: str) -> list[FileStatus]:
-        """Objects and common prefixes one level under `directory`, over every result page."""
+        """Objects and common prefixes one level under `directory`, over every result page;
+        each page is retried on its own."""
         bucket, key = split_s3_uri(directory)
         prefix = f"{key.rstrip('/')}/" if key.strip("/") else ""
         base = directory.rstrip("/")
         result: list[FileStatus] = []
-        pages = self.settings.client().get_paginator("list_objects_v2")
-        with s3_errors(directory, self.settings):
-            for page in pages.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
-                for obj in page.get("Contents", []):
-                    name = obj["Key"][len(prefix) :]
-                    if not name:
-                        continue
-                    mtime_ms = int(obj["LastModified"].timestamp() * 1000)
-                    result.append(FileStatus(f"{base}/{name}", int(obj["Size"]), mtime_ms, False))
-                for common in page.get("CommonPrefixes", []):
-                    name = common["Prefix"][len(prefix) :].rstrip("/")
-                    result.append(FileStatus(f"{base}/{name}", 0, 0, True))
-        return result
+        client = self.settings.client()
+        request = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
+        while True:
+            with s3_errors(directory, self.settings):
+                page = retrying(
+                    "LIST", directory, lambda r=request: client.list_objects_v2(**r), self.policy
+                )
+            for obj in page.get("Contents", []):
+                name = obj["Key"][len(prefix) :]
+                if not name:
+                    continue
+                mtime_ms = int(obj["LastModified"].timestamp() * 1000)
+                result.append(FileStatus(f"{base}/{name}", int(obj["Size"]), mtime_ms, False))
+            for common in page.get("CommonPrefixes", []):
+                name = common["Prefix"][len(prefix) :].rstrip("/")
+                result.append(FileStatus(f"{base}/{name}", 0, 0, True))
+            if not page.get("IsTruncated"):
+                return result
+            request = {**request, "ContinuationToken": page["NextContinuationToken"]}
 
     def delete_files(self, paths: Sequence[str]) -> int:
-        """DeleteObjects per bucket, at most 1,000 keys a request; S3 counts absent keys deleted."""
+        """DeleteObjects per bucket, at most 1,000 keys a request; S3 counts absent keys deleted,
+        so a retried batch (or a key refused transiently) is simply asked again."""
         by_bucket: dict[str, list[str]] = defaultdict(list)
         for path in paths:
             bucket, key = split_s3_uri(path)
             by_bucket[bucket].append(key)
         deleted = 0
-        client = self.settings.client()
         for bucket, keys in by_bucket.items():
             for start in range(0, len(keys), MAX_DELETE_KEYS):
                 batch = keys[start : start + MAX_DELETE_KEYS]
-                with s3_errors(f"s3://{bucket}/", self.settings):
-                    response = client.delete_objects(
-                        Bucket=bucket,
-                        Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
-                    )
-                errors = response.get("Errors", [])
-                if errors:
-                    shown = ", ".join(f"{e['Key']} ({e.get('Code')})" for e in errors[:3])
-                    raise OSError(
-                        f"S3 refused to delete {len(errors)} of {len(batch)} objects in "
-                        f"s3://{bucket}: {shown}"
-                    )
+                retrying(
+                    "DELETE",
+                    f"s3://{bucket}/{batch[0]} (+{len(batch) - 1} more)",
+                    lambda b=bucket, k=batch: self._delete_batch(b, k),
+                    self.policy,
+                )
                 deleted += len(batch)
                 failpoint(FILE_DELETED)
         return deleted
+
+    def _delete_batch(self, bucket: str, keys: list[str]) -> None:
+        """One DeleteObjects; keys the store refused transiently raise to be asked again."""
+        with s3_errors(f"s3://{bucket}/", self.settings):
+            response = self.settings.client().delete_objects(
+                Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True}
+            )
+        errors = response.get("Errors", [])
+        if not errors:
+            return
+        shown = ", ".join(f"{e['Key']} ({e.get('Code')})" for e in errors[:3])
+        message = f"S3 refused to delete {len(errors)} of {len(keys)} objects in s3://{bucket}: "
+        if all(e.get("Code") in TRANSIENT_CODES for e in errors):
+            raise ConnectionError(message + shown)
+        raise OSError(message + shown)

@@ -14,6 +14,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 from dagster_paimon.errors import UnsupportedWarehouseError, WarehouseUnreachableError
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.local import LocalFiles, create_local_if_absent, local_path
+from dagster_paimon.storage.retry import RetryPolicy
 from dagster_paimon.storage.s3 import (
     S3Files,
     S3Settings,
@@ -41,7 +42,11 @@ class Warehouse(Protocol):
         ...
 
     def create_if_absent(self, path: str, content: str) -> bool:
-        """Atomically create a file; False if it already exists (a lost commit race)."""
+        """Atomically create a file; False if another writer created it (a lost commit race)."""
+        ...
+
+    def adapt_file_io(self, file_io: FileIO) -> FileIO:
+        """The file IO pypaimon opened for this store, as every request should reach it."""
         ...
 
 
@@ -75,6 +80,10 @@ class LocalWarehouse:
         """A hard link from a temp file: the kernel refuses an existing name."""
         return create_local_if_absent(local_path(path) or path, content)
 
+    def adapt_file_io(self, file_io: FileIO) -> FileIO:
+        """A local disk needs no retries."""
+        return file_io
+
 
 @dataclass(frozen=True)
 class S3Warehouse:
@@ -98,6 +107,12 @@ class S3Warehouse:
     def create_if_absent(self, path: str, content: str) -> bool:
         """A conditional PUT: no lock service, the store picks the one winner."""
         return put_if_absent(self.settings, path, content)
+
+    def adapt_file_io(self, file_io: FileIO) -> FileIO:
+        """pypaimon's pyarrow S3 file IO with every request retried (storage/arrow_s3.py)."""
+        from dagster_paimon.storage.arrow_s3 import retrying_file_io
+
+        return retrying_file_io(file_io, self.uri, RetryPolicy.from_env())
 
 
 def warehouse_for(uri: str, options: Mapping[str, str] | None = None) -> Warehouse:

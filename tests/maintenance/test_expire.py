@@ -241,3 +241,30 @@ def test_time_retention_protects_a_snapshot_until_its_successor_is_old_enough(wa
     # by its own age snapshot 3 would go too; its successor 4 is still young
     assert result.expired_ids == (1, 2)
     assert snapshot_ids(table) == [3, 4, 5]
+
+
+class TaggingOnceStore(LocalFiles):
+    """The local disk, where a tag lands on snapshot 2 just after the plan listed the tags, as
+    a concurrent `create_tag` would: the first guard check then finds it."""
+
+    def __init__(self, table):
+        self.table = table
+        self.tag_listings = 0
+
+    def list_dir(self, directory: str):
+        listed = super().list_dir(directory)
+        if directory.rstrip("/").endswith("/tag"):
+            self.tag_listings += 1
+            if self.tag_listings == 1:
+                self.table.create_tag("late", 2)
+        return listed
+
+
+def test_a_plan_made_stale_is_made_again_and_keeps_the_new_tag(warehouse):
+    table = history(warehouse, 5, compact_after=(4,))
+    tagged = rows_at(table, 2)
+    store = TaggingOnceStore(table)
+    result = expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms(), files=store)
+    assert store.tag_listings >= 3  # planned, found stale, planned again, checked again
+    assert result.expired_ids and 2 in result.expired_ids
+    assert tag_rows(table, "late") == tagged

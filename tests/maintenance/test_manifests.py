@@ -190,6 +190,8 @@ def test_a_lost_race_merges_the_new_latest_and_removes_the_losing_manifests(hist
     assert len(calls) == 2
     assert result.base_snapshot_id == 66 and result.snapshot_id == 67
     assert result.manifests_before == 66
+    # the plan read the 65 manifests of snapshot 65; the retry read only the one 66 added
+    assert result.manifests_read == 66
     assert rows_at(table, 67) == rows_at(table, 66)
     assert manifest_dir(table) <= metadata_names(table)
 

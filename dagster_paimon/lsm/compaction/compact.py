@@ -12,7 +12,7 @@ from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import CompactProducer
-from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.errors import InvalidOptionError, transient_errors
 from dagster_paimon.ingest.level0 import BucketWrite
 from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor
 from dagster_paimon.lsm.compaction.plan import TaskPlan, plan_task
@@ -339,18 +339,19 @@ def execute_compaction(
     if not plan.tasks and not plan.moves:
         return replace(plan.preview(), dry_run=False)
     executor = executor or LocalExecutor()
-    placed = executor.run(table, ref, plan.moves, PLACEMENT)
-    try:
-        moved = tuple(
-            t
-            for move, writes in zip(plan.moves, placed, strict=True)
-            for t in plan.plan_moved(move, writes)  # type: ignore[misc]
-        )
-        tasks = (*plan.tasks, *moved)
-        results = executor.run(table, ref, tasks)
-    except BaseException:
-        discard_placed(table, placed)
-        raise
+    with transient_errors(table_unchanged=True):  # the tasks only write new files
+        placed = executor.run(table, ref, plan.moves, PLACEMENT)
+        try:
+            moved = tuple(
+                t
+                for move, writes in zip(plan.moves, placed, strict=True)
+                for t in plan.plan_moved(move, writes)  # type: ignore[misc]
+            )
+            tasks = (*plan.tasks, *moved)
+            results = executor.run(table, ref, tasks)
+        except BaseException:
+            discard_placed(table, placed)
+            raise
     own = len(plan.tasks)
     changes = [r.change for r in results[:own]]
     changes += moved_changes(table, plan.moves, placed, results[own:])

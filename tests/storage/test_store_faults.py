@@ -1,0 +1,136 @@
+"""Every operation against every fault an object store gives, one request class at a time.
+
+The first request of the targeted class gets the fault; the operation must succeed (every fault
+here is transient, and the retry policy or the create's read-back absorbs it), and the table must
+then read, take a pypaimon commit and leave no orphan behind (tests/storage/faults.py). A fault
+that persists on every request of its class must fail the operation with TransientStoreError,
+saying whether the table changed, and leave the table as sound.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dagster_paimon.errors import TransientStoreError
+from tests.faultproxy import (
+    DATA_GET,
+    DATA_PUT,
+    DELETE,
+    ERROR_AFTER,
+    FAILING,
+    HEAD,
+    HINT_PUT,
+    LIST,
+    MANIFEST_PUT,
+    METADATA_GET,
+    RESET_AFTER,
+    SLOW_DOWN,
+    SNAPSHOT_PUT,
+    TRUNCATED,
+    Rule,
+    fault_proxy,
+)
+from tests.storage.faults import OPERATIONS, new_fault_table, template_bucket
+
+pytestmark = pytest.mark.s3
+
+# the request classes each operation makes (a case whose fault never fires fails, so this stays
+# true to the code); minor compaction makes the same requests as full compaction, so it gets the
+# classes whose faults decide a commit's outcome
+CLASSES = {
+    "ingest": (SNAPSHOT_PUT, HINT_PUT, MANIFEST_PUT, DATA_PUT, METADATA_GET),
+    "overwrite": (SNAPSHOT_PUT, MANIFEST_PUT, DATA_PUT),
+    "compact-full": (SNAPSHOT_PUT, HINT_PUT, MANIFEST_PUT, DATA_PUT, DATA_GET, METADATA_GET, HEAD),
+    "compact": (SNAPSHOT_PUT, MANIFEST_PUT, DATA_GET),
+    "expire-snapshots": (HINT_PUT, METADATA_GET, LIST, DELETE),
+    "compact-manifests": (SNAPSHOT_PUT, HINT_PUT, MANIFEST_PUT, METADATA_GET, HEAD),
+    "remove-orphans": (METADATA_GET, LIST, DELETE),
+}
+CASES = [
+    pytest.param(operation, klass, fault, id=f"{operation}-{klass}-{fault}")
+    for operation, classes in CLASSES.items()
+    for klass in classes
+    for fault in FAILING  # latency alone fails nothing: the soak gives it
+    # a GET or LIST has no write to lose the answer of: "after" is the cut body
+    if not (fault in (ERROR_AFTER, RESET_AFTER) and klass in (DATA_GET, METADATA_GET, LIST))
+]
+
+
+@pytest.fixture(scope="module")
+def proxy(s3_server):
+    """One fault proxy in front of the run's moto server."""
+    with fault_proxy(s3_server.endpoint) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def template(s3_server):
+    """The table every case starts from, built once."""
+    return template_bucket(s3_server)
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch):
+    """Retries as the defaults do them, without the waits."""
+    monkeypatch.setenv("PAIMON_S3_RETRY_ATTEMPTS", "4")
+    monkeypatch.setenv("PAIMON_S3_RETRY_BASE_MS", "1")
+    monkeypatch.setenv("PAIMON_S3_RETRY_MAX_MS", "10")
+
+
+@pytest.mark.parametrize(("operation", "klass", "fault"), CASES)
+def test_one_fault_is_absorbed(s3_server, proxy, template, tmp_path, operation, klass, fault):
+    table = new_fault_table(s3_server, proxy, template)
+    rule = proxy.add(Rule(fault, klass, nth=1))
+    try:
+        OPERATIONS[operation](table)
+    finally:
+        proxy.clear()
+    assert rule.fired == 1, f"{operation} made no {klass} request"
+    table.check(tmp_path)
+
+
+PERSISTENT = [
+    ("compact-full", SNAPSHOT_PUT, SLOW_DOWN),
+    ("compact-full", MANIFEST_PUT, ERROR_AFTER),
+    ("compact-full", DATA_GET, TRUNCATED),
+    ("compact-manifests", METADATA_GET, SLOW_DOWN),
+    ("expire-snapshots", DELETE, SLOW_DOWN),
+    ("remove-orphans", LIST, RESET_AFTER),
+]
+
+
+@pytest.mark.parametrize(("operation", "klass", "fault"), PERSISTENT)
+def test_a_fault_that_persists_fails_cleanly(
+    s3_server, proxy, template, tmp_path, operation, klass, fault
+):
+    table = new_fault_table(s3_server, proxy, template)
+    proxy.add(Rule(fault, klass))
+    try:
+        with pytest.raises(TransientStoreError) as failure:
+            OPERATIONS[operation](table)
+    finally:
+        proxy.clear()
+    message = str(failure.value)
+    assert failure.value.code in message and failure.value.key in message
+    assert "retrying the operation is safe" in message
+    if operation == "compact-full":
+        # only a snapshot create that never resolved leaves the table's state open
+        assert failure.value.table_unchanged is (None if klass == SNAPSHOT_PUT else True)
+    table.check(tmp_path)
+
+
+def test_a_lost_answer_to_every_snapshot_put_still_commits_once(
+    s3_server, proxy, template, tmp_path
+):
+    """The store keeps the snapshot and the answer is lost, every time: the read-back proves
+    the snapshot ours, so the commit succeeds, exactly once, and nothing it names is deleted."""
+    table = new_fault_table(s3_server, proxy, template)
+    proxy.add(Rule(RESET_AFTER, SNAPSHOT_PUT))
+    try:
+        result = OPERATIONS["compact-full"](table)
+    finally:
+        proxy.clear()
+    assert result.snapshot_id == 5
+    snapshots = table.pypaimon_table().snapshot_manager()
+    assert snapshots.get_latest_snapshot().id == 5
+    table.check(tmp_path)
