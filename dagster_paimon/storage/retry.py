@@ -58,6 +58,9 @@ _ARROW_TRANSIENT = frozenset(
         "NETWORK_CONNECTION",
         "REQUEST_TIMEOUT",
         "REQUEST_TIME_TOO_SKEWED",
+        # a retried CompleteMultipartUpload whose first answer was lost: the upload is gone
+        # (done or aborted), and the handler's retry sends the whole object again
+        "NO_SUCH_UPLOAD",
     }
 )
 # an error kind the SDK could not map, with the HTTP status or transport failure beside it

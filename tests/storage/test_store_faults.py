@@ -134,3 +134,20 @@ def test_a_lost_answer_to_every_snapshot_put_still_commits_once(
     snapshots = table.pypaimon_table().snapshot_manager()
     assert snapshots.get_latest_snapshot().id == 5
     table.check(tmp_path)
+
+
+@pytest.mark.parametrize("step", [1, 2, 3], ids=["create-upload", "part", "complete-upload"])
+@pytest.mark.parametrize("fault", [ERROR_AFTER, RESET_AFTER, TRUNCATED])
+def test_a_lost_answer_at_any_step_of_an_upload_is_absorbed(
+    s3_server, proxy, template, tmp_path, step, fault
+):
+    """pyarrow uploads every object in three requests; a retried CompleteMultipartUpload whose
+    first answer was lost finds its upload gone, so the whole object is sent again."""
+    table = new_fault_table(s3_server, proxy, template)
+    rule = proxy.add(Rule(fault, MANIFEST_PUT, nth=step))
+    try:
+        OPERATIONS["compact-full"](table)
+    finally:
+        proxy.clear()
+    assert rule.fired == 1
+    table.check(tmp_path)
