@@ -92,10 +92,15 @@ def table_of(args: argparse.Namespace) -> FileStoreTable:
 def cmd_health(args: argparse.Namespace) -> tuple[dict, str]:
     """LSM health of every bucket, optionally of one partition."""
     from dagster_paimon.lsm.model.levels import read_levels
+    from dagster_paimon.unsupported import unsupported_modes
 
     table = table_of(args)
     health = read_levels(table, partition=parse_partition(args.partition)).health()
-    return health.to_dict(), health.summary()
+    unsupported = [found for _, found in unsupported_modes(table.table_schema)]
+    summary = health.summary()
+    if unsupported:
+        summary += "\nunsupported by dagster-paimon: " + "; ".join(unsupported)
+    return {**health.to_dict(), "unsupported": unsupported}, summary
 
 
 def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:

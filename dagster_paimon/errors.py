@@ -96,11 +96,13 @@ class TransientStoreError(DagsterPaimonError):
         self,
         message: str,
         *,
-        operation: str,
-        key: str,
-        code: str,
+        operation: str = "",
+        key: str = "",
+        code: str = "",
         table_unchanged: bool | None = None,
     ):
+        # defaults only so that pickle (a Spark task's error going back to the driver) can
+        # rebuild it from its message: the fields come back from its __dict__
         super().__init__(message)
         self.operation = operation
         self.key = key
@@ -162,3 +164,7 @@ def transient_errors(*, table_unchanged: bool | None = None) -> Iterator[None]:
         if transient is e:
             raise
         raise transient.with_traceback(transient.__traceback__)  # noqa: B904 (its own cause)
+
+
+class UnsupportedLayoutError(InvalidTableSpecError):
+    """The table uses a Paimon mode we do not implement for this operation; nothing was written."""

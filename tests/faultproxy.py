@@ -323,3 +323,33 @@ def fault_proxy(upstream: str, *, seed: int = 0, lifetime_s: float = 900) -> Ite
         timer.cancel()
         server.shutdown()
         server.server_close()
+
+
+def main() -> None:
+    """Serve as a process of its own (benchmarks: no GIL shared with the code measured): every
+    request gets one of the failing faults with probability --rate; on SIGTERM it prints the
+    number of requests and faults as JSON."""
+    import argparse
+    import json
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("upstream")
+    parser.add_argument("--rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with fault_proxy(args.upstream, seed=args.seed, lifetime_s=3600) as proxy:
+        for fault in FAILING if args.rate else ():
+            proxy.add(Rule(fault, probability=args.rate / len(FAILING)))
+        print(proxy.endpoint, flush=True)
+        stop.wait(3600)
+        faults = sum(proxy.log.faults().values())
+        print(json.dumps({"requests": len(proxy.log.entries), "faults": faults}), flush=True)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

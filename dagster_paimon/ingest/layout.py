@@ -20,6 +20,7 @@ from dagster_paimon.options import (
     ROWKIND_FIELD,
     changelog_producer,
 )
+from dagster_paimon.unsupported import INGEST, check_supported_layout
 
 ROW_KIND_COLUMN = "_row_kind"
 HIDDEN_PREFIX = "__paimon_"
@@ -182,6 +183,7 @@ def to_table_types(batch: pa.RecordBatch, layout: WriteLayout) -> pa.RecordBatch
 
 def check_writable(table: FileStoreTable) -> None:
     """Refuse tables whose writes need files or a bucket layout we do not produce."""
+    check_supported_layout(table.table_schema, operation=INGEST)
     if total_buckets(table.table_schema) == DYNAMIC_BUCKET:
         check_dynamic_writable(table.table_schema)
     if changelog_producer(table.table_schema.options) == "input":

@@ -46,6 +46,7 @@ from dagster_paimon.maintenance.references import collect_used, referrers
 from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import TableFiles, delete_logged
 from dagster_paimon.storage.warehouse import table_files
+from dagster_paimon.unsupported import EXPIRY, check_supported_layout
 
 log = logging.getLogger(__name__)
 
@@ -419,6 +420,7 @@ def _plan(
     if target not in (SNAPSHOTS, CHANGELOGS):
         raise ValueError(f"target must be {SNAPSHOTS!r} or {CHANGELOGS!r}, got {target!r}")
     table = meta.table
+    check_supported_layout(table.table_schema, operation=EXPIRY)
     options = table.table_schema.options
     if target == SNAPSHOTS:
         config = ExpireConfig.from_table_options(options, overrides)

@@ -32,6 +32,7 @@ from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.snapshots import SnapshotWriter, create_snapshot_if_absent
 from dagster_paimon.storage.warehouse import table_files
+from dagster_paimon.unsupported import MANIFEST_COMPACTION, check_supported_layout
 
 log = logging.getLogger(__name__)
 
@@ -401,6 +402,7 @@ def plan_manifest_compaction(
     table: FileStoreTable, *, full: bool = False
 ) -> ManifestCompactionPlan:
     """Merge the latest snapshot's manifests in memory; nothing is written."""
+    check_supported_layout(table.table_schema, operation=MANIFEST_COMPACTION)
     name = str(table.identifier.get_full_name())
     latest = table.snapshot_manager().get_latest_snapshot()
     if latest is None:

@@ -27,6 +27,7 @@ from dagster_paimon.maintenance.references import UsedFiles, collect_used, refer
 from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import FileStatus, TableFiles, delete_logged
 from dagster_paimon.storage.warehouse import table_files
+from dagster_paimon.unsupported import ORPHAN_REMOVAL, check_supported_layout
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,7 @@ def plan_orphan_removal(
     """List old unreferenced files; reads only."""
     if older_than_ms <= 0:
         raise ValueError("older-than must be positive: younger files may belong to a commit")
+    check_supported_layout(table.table_schema, operation=ORPHAN_REMOVAL)
     meta = TableMetadata(table, files or table_files(table))
     cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - older_than_ms
     branches = meta.branches()

@@ -4,7 +4,8 @@ The AWS SDK inside pyarrow retries some failures itself, but not an error answer
 GET (it reports "Failed to flush response stream", which it deems permanent) and nothing once a
 body was cut; one such answer failed a whole compaction. A pyarrow FileSystemHandler around the
 S3 filesystem retries each listing, probe, delete, move and every read at its offset, so the
-data, manifest and footer reads of pypaimon and ours all get the same policy.
+data, manifest and footer reads of pypaimon and ours all get the same policy; uploads are spooled
+and sent whole on close, so one that fails at any of its requests is sent again.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def create_resolved(path: str, body: bytes, put: Put, read: Read, policy: RetryP
             raise _unknown(path, e, "nor read it back") from e
         if existing is not None:
             if existing != body:
-                log.info("%s was created by another writer", path)
+                log.debug("%s was created by another writer", path)
             return existing == body
         if last is not None and not is_transient(last):
             raise last

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import pickle
 
 import pytest
 from botocore.exceptions import (
@@ -159,3 +160,16 @@ def test_error_codes_come_from_the_store_answer_or_the_sdk():
     assert error_code(client_error("SlowDown", 503)) == "SlowDown"
     assert error_code(OSError("AWS Error SLOW_DOWN during GetObject operation: x")) == "SLOW_DOWN"
     assert error_code(ConnectionResetError()) == "ConnectionResetError"
+
+
+def test_a_transient_error_survives_the_trip_back_from_a_spark_executor():
+    error = TransientStoreError("GET of k failed", operation="GET", key="k", code="SlowDown")
+    error.judge(True)
+    back = pickle.loads(pickle.dumps(error))
+    assert (back.operation, back.key, back.code, back.table_unchanged) == (
+        "GET",
+        "k",
+        "SlowDown",
+        True,
+    )
+    assert str(back) == str(error)

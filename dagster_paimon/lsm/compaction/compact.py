@@ -41,6 +41,7 @@ from dagster_paimon.options import (
 )
 from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.table import TableRef
+from dagster_paimon.unsupported import COMPACTION, check_supported_layout
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +280,8 @@ class CompactionPlan:
 
 def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPlan:
     """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted)."""
+    if levels.schema is not None:
+        check_supported_layout(levels.schema, operation=COMPACTION)
     options = compaction_job_options(levels.options)
     check_supported(options)
     expire = RecordLevelExpire.for_table(levels.schema) if levels.schema else None
@@ -383,6 +386,7 @@ def compact_table(
     dry_run: bool = False,
 ) -> CompactionResult:
     """Plan (Paimon's pick per bucket, or full) and, unless dry_run, run and commit it."""
+    check_supported_layout(table.table_schema, operation=COMPACTION)  # before reading levels
     return run_planned(
         lambda: plan_compaction(
             read_levels(

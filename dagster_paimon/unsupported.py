@@ -1,0 +1,269 @@
+"""Paimon modes we do not implement, refused by name before an operation reads or writes much.
+
+A table with one of these set is compacted, written or cleaned differently by Paimon's Java
+implementation; doing it as if the option were absent would leave a table Java reads (or
+writes next) differently. Each entry names the operations it changes and why, read from the
+Java class cited; an operation the mode does not change runs as usual, and `health` (read-only)
+never refuses.
+
+The list was checked against every option of `CoreOptions` in apache/paimon release-2.0.0
+(paimon-api/src/main/java/org/apache/paimon/CoreOptions.java), the release that added each key
+found by comparing that file at the release-1.3.0, release-1.4.0-rc1 and release-2.0.0 tags
+(paimon-common/... before 1.2). Options that only change reading, planning or file layout (not
+what Java reads afterwards) are not here: `write.sequence-number-init-mode`=snapshot (Java's
+FileStoreCommitImpl and KeyValueFileStoreWrite fall back to scanning when our snapshots lack the
+`sequence.generation.max-sequence-number` property), `overwrite-upgrade`, `target-file-row-num`,
+`compaction.skip-expired-partitions`, `manifest-sort.*`, `postpone.batch-write-fixed-bucket`.
+Metadata stats modes, file indexes, external paths and `bucket-function.type` are handled where
+their files are written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from pypaimon.schema.data_types import (
+    ArrayType,
+    AtomicType,
+    DataType,
+    MapType,
+    MultisetType,
+    RowType,
+    VectorType,
+)
+from pypaimon.schema.table_schema import TableSchema
+
+from dagster_paimon.errors import UnsupportedLayoutError
+from dagster_paimon.options import FILE_FORMAT, file_format, flag, names, read_option
+
+COMPACTION = "compaction"
+INGEST = "ingest"
+EXPIRY = "expiry"
+MANIFEST_COMPACTION = "manifest compaction"
+ORPHAN_REMOVAL = "orphan removal"
+OPERATIONS = (COMPACTION, INGEST, EXPIRY, MANIFEST_COMPACTION, ORPHAN_REMOVAL)
+
+PK_CLUSTERING_OVERRIDE = "pk-clustering-override"
+SEQUENCE_SNAPSHOT_ORDERING = "sequence.snapshot-ordering"
+CHAIN_TABLE = "chain-table.enabled"
+DELETION_VECTORS_MODIFIABLE = "deletion-vectors.modifiable"
+PRIMARY_KEY_NULLABLE = "primary-key.nullable"
+BLOB_FIELD = "blob-field"
+PK_INDEX_COLUMNS = (
+    "pk-btree.index.columns",
+    "pk-bitmap.index.columns",
+    "pk-vector.index.columns",
+    "pk-full-text.index.columns",
+)
+FILE_FORMAT_PER_LEVEL = "file.format.per.level"
+FOREIGN_FORMATS = {"lance": "1.3", "vortex": "2.0", "mosaic": "2.0"}
+
+# (what was found, e.g. "table option 'x'='true'") or None, from the schema
+Finder = Callable[[TableSchema], str | None]
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """One mode: how to find it, the release that added it, what it changes and where."""
+
+    name: str
+    since: str
+    operations: frozenset[str]
+    why: str
+    source: str
+    find: Finder
+
+
+def _flag(key: str) -> Finder:
+    """A boolean option set to true (false, the default, is what we implement)."""
+
+    def find(schema: TableSchema) -> str | None:
+        return f"table option '{key}'='true'" if flag(schema.options, key) else None
+
+    return find
+
+
+def _columns(key: str) -> Finder:
+    """An option listing columns, set to at least one."""
+
+    def find(schema: TableSchema) -> str | None:
+        listed = read_option(schema.options, key, names, [])
+        return f"table option '{key}'={','.join(listed)!r}" if listed else None
+
+    return find
+
+
+def _type_roots(t: DataType) -> Iterator[str]:
+    """The root name of a type and of every type nested in it (ARRAY<BLOB> yields BLOB)."""
+    if isinstance(t, AtomicType):
+        yield t.type.split("(")[0].split()[0].upper()
+    elif isinstance(t, VectorType):
+        yield "VECTOR"
+        yield from _type_roots(t.element)
+    elif isinstance(t, ArrayType | MultisetType):
+        yield from _type_roots(t.element)
+    elif isinstance(t, MapType):
+        yield from _type_roots(t.key)
+        yield from _type_roots(t.value)
+    elif isinstance(t, RowType):
+        for f in t.fields:
+            yield from _type_roots(f.type)
+
+
+def _typed(root: str) -> Finder:
+    """Columns of a type (also nested), by name."""
+
+    def find(schema: TableSchema) -> str | None:
+        found = [f.name for f in schema.fields if root in set(_type_roots(f.type))]
+        return f"{root} columns {found}" if found else None
+
+    return find
+
+
+def _primary_key(find: Finder) -> Finder:
+    """Only on primary-key tables (append tables keep such files in their manifests)."""
+    return lambda schema: find(schema) if schema.primary_keys else None
+
+
+def _foreign_format(schema: TableSchema) -> str | None:
+    """`file.format`, or a level of `file.format.per.level`, naming a format we cannot write."""
+    fmt = file_format(schema.options)
+    if fmt in FOREIGN_FORMATS:
+        return f"table option '{FILE_FORMAT}'={fmt!r} (Paimon {FOREIGN_FORMATS[fmt]})"
+    for level in read_option(schema.options, FILE_FORMAT_PER_LEVEL, names, []):
+        if level.rsplit(":", 1)[-1].strip().lower() in FOREIGN_FORMATS:
+            return f"table option '{FILE_FORMAT_PER_LEVEL}' level {level!r}"
+    return None
+
+
+WRITES = frozenset({COMPACTION, INGEST})
+MODES = (
+    Unsupported(
+        PK_CLUSTERING_OVERRIDE,
+        "1.4",
+        frozenset({COMPACTION}),
+        "Java compacts such tables with ClusteringCompactManager, sorting files by "
+        "'clustering.columns' and keeping a key index with deletion vectors; we would merge "
+        "them by primary key and write key-sorted files with primary-key min/max keys",
+        "KvCompactionManagerFactory, ClusteringCompactManager, KeyValueClusteringFileWriter",
+        _flag(PK_CLUSTERING_OVERRIDE),
+    ),
+    Unsupported(
+        SEQUENCE_SNAPSHOT_ORDERING,
+        "2.0",
+        WRITES,
+        "Java stamps every file a non-COMPACT commit adds with the snapshot id as its sequence "
+        "number and merges APPEND files' records by it; our commits would not stamp them and "
+        "our merge would order records by their own sequence numbers",
+        "FileStoreCommitImpl.stampSequenceWithSnapshotId, KeyValueFileReaderFactory",
+        _flag(SEQUENCE_SNAPSHOT_ORDERING),
+    ),
+    Unsupported(
+        CHAIN_TABLE,
+        "1.4",
+        WRITES,
+        "Java's compaction of a chain table keeps delete records at every level, and its "
+        "overwrite commits truncate the partitions of the snapshot branch; we would drop "
+        "deletes and leave the snapshot branch stale",
+        "MergeTreeCompactManagerFactory (forceKeepDelete), ChainTableOverwriteCommitCallback, "
+        "ChainTableCommitPreCallback",
+        _flag(CHAIN_TABLE),
+    ),
+    Unsupported(
+        DELETION_VECTORS_MODIFIABLE,
+        "1.4",
+        frozenset({COMPACTION}),
+        "it lets 'deletion-vectors.enabled' change on a table with files, so files written in "
+        "either mode may coexist until a full compaction; nothing in the metadata says which, "
+        "and compacting in the current mode alone can read keys twice",
+        "SchemaManager (checks on 'deletion-vectors.enabled')",
+        _flag(DELETION_VECTORS_MODIFIABLE),
+    ),
+    Unsupported(
+        PRIMARY_KEY_NULLABLE,
+        "after 2.0.0 (apache/paimon#9094, master)",
+        WRITES,
+        "null primary-key values merge with null-safe equality; our key encoding, bucketing "
+        "and merge assume non-null keys",
+        "CoreOptions.PRIMARY_KEY_NULLABLE (master)",
+        _flag(PRIMARY_KEY_NULLABLE),
+    ),
+    Unsupported(
+        BLOB_FIELD,
+        "1.4 (primary-key tables 2.0)",
+        frozenset({COMPACTION, INGEST, ORPHAN_REMOVAL}),
+        "Java stores those values in '.managed.blob' packs referenced from a '.blobref' sidecar "
+        "of each data file, and orphan removal never deletes packs; we would inline the values "
+        "and delete live packs as orphans",
+        "PrimaryKeyBlobExternalizer, KeyValueDataFileWriter, OrphanFilesClean.isManagedBlobPack",
+        _primary_key(_columns(BLOB_FIELD)),
+    ),
+    *(
+        Unsupported(
+            key,
+            "2.0",
+            WRITES,
+            "Java's writer keeps a primary-key index per bucket over its data files, updated "
+            "as files are written and compacted; ours would leave it indexing replaced files",
+            "KeyValueFileStore.newWrite, AbstractFileStoreWrite.prepareCommit (append and compact "
+            "increments), BucketedPrimaryKeyIndexMaintainer",
+            _columns(key),
+        )
+        for key in PK_INDEX_COLUMNS
+    ),
+    Unsupported(
+        "VARIANT type",
+        "1.1",
+        WRITES,
+        "Java writes VARIANT as value and metadata binaries, shredded by "
+        "'variant.shreddingSchema'; we have no mapping for it",
+        "org.apache.paimon.types.VariantType",
+        _typed("VARIANT"),
+    ),
+    Unsupported(
+        "BLOB type",
+        "1.4 (primary-key tables 2.0)",
+        frozenset({COMPACTION, INGEST, ORPHAN_REMOVAL}),
+        "Java keeps BLOB values of primary-key tables in '.managed.blob' packs referenced from "
+        "'.blobref' sidecars, which orphan removal never deletes; we would inline them and "
+        "delete live packs as orphans",
+        "org.apache.paimon.types.BlobType, PrimaryKeyBlobExternalizer, OrphanFilesClean",
+        _primary_key(_typed("BLOB")),
+    ),
+    Unsupported(
+        "VECTOR type",
+        "1.4",
+        WRITES,
+        "Java writes VECTOR columns as fixed-length arrays in its own layout; we have no mapping "
+        "for them",
+        "org.apache.paimon.types.VectorType",
+        _typed("VECTOR"),
+    ),
+    Unsupported(
+        "lance / vortex / mosaic file format",
+        "1.3 / 2.0 / 2.0",
+        WRITES,
+        "we read and write parquet, orc and avro data files only",
+        "LanceFileFormatFactory, VortexFileFormatFactory, MosaicFileFormatFactory",
+        _foreign_format,
+    ),
+)
+
+
+def unsupported_modes(schema: TableSchema) -> list[tuple[Unsupported, str]]:
+    """Every mode of MODES the table uses, with what was found (for `health`)."""
+    return [(mode, found) for mode in MODES if (found := mode.find(schema))]
+
+
+def check_supported_layout(schema: TableSchema, *, operation: str) -> None:
+    """Refuse `operation` on a table using a mode that changes what it must do."""
+    if operation not in OPERATIONS:
+        raise ValueError(f"operation must be one of {list(OPERATIONS)}, got {operation!r}")
+    refused = [(m, found) for m, found in unsupported_modes(schema) if operation in m.operations]
+    if refused:
+        reasons = "; ".join(f"{found} (Paimon {m.since}): {m.why}" for m, found in refused)
+        raise UnsupportedLayoutError(
+            f"dagster-paimon does not implement {operation} for this table, so nothing was "
+            f"read or written: {reasons}"
+        )
