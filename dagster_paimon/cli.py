@@ -325,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit 0 on success, 2 on bad usage or input, 75 when the store kept
-    failing transiently through every retry (running it again is safe), 1 on other failures."""
+    failing transiently through every retry and running it again is safe, 1 on other failures
+    (an append whose snapshot may have landed among them: the message says what to check)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -340,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if transient is None:
             return _failed(args.command, e)
         print(f"dagster-paimon {args.command}: failed transiently: {transient}", file=sys.stderr)
-        return EXIT_TRANSIENT
+        return EXIT_TRANSIENT if transient.retry_safe else EXIT_FAILURE
     print(json.dumps(payload, sort_keys=False) if args.json else text)
     return EXIT_OK
 

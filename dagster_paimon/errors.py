@@ -109,17 +109,21 @@ class TransientStoreError(DagsterPaimonError):
         self.code = code
         self.table_unchanged = table_unchanged
         self.judged = table_unchanged is not None
+        # running the same operation again can neither lose nor duplicate committed data
+        self.retry_safe = True
+        self.before_retrying = ""
 
-    def judge(self, table_unchanged: bool | None) -> None:
-        """Record what became of the table, once: the innermost layer that knows says it."""
+    def judge(self, table_unchanged: bool | None, *, before_retrying: str = "") -> None:
+        """Record what became of the table, once: the innermost layer that knows says it.
+
+        `before_retrying`: what to check first when running the operation again could apply
+        its change twice (an append whose snapshot may have landed); empty when it cannot.
+        """
         if not self.judged:
             self.table_unchanged = table_unchanged
+            self.retry_safe = not before_retrying
+            self.before_retrying = before_retrying
             self.judged = True
-
-    @property
-    def retry_safe(self) -> bool:
-        """Running the same operation again can neither lose nor duplicate committed data."""
-        return True
 
     def __str__(self) -> str:
         """The request, the object, the store's code, then what became of the table."""
@@ -129,7 +133,9 @@ class TransientStoreError(DagsterPaimonError):
             state = "the table is unchanged"
         else:
             state = "the table changed"
-        return f"{self.args[0]}; {state}; retrying the operation is safe"
+        if self.retry_safe:
+            return f"{self.args[0]}; {state}; retrying the operation is safe"
+        return f"{self.args[0]}; {state}; before retrying, {self.before_retrying}"
 
 
 class CommitOutcomeUnknownError(TransientStoreError):

@@ -82,6 +82,9 @@ class SnapshotProducer:
     """
 
     kind: ClassVar[str]
+    # whether committing the same change twice leaves the table as committing it once (a
+    # compaction does; an append to an aggregation table does not)
+    idempotent: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -269,7 +272,14 @@ class SnapshotProducer:
                 )
             transient = transient_cause(e)
             if transient is not None:
-                transient.judge(None if uncertain else True)
+                check = ""
+                if uncertain and not self.idempotent:
+                    check = (
+                        f"look in {self.table_name}'s snapshot/ directory for a snapshot whose "
+                        f"commitUser is {self.commit_user}: if there is one, this write is "
+                        "committed and running it again would apply it twice"
+                    )
+                transient.judge(None if uncertain else True, before_retrying=check)
             raise
 
     def _committed(self, snapshot: Snapshot, entries: int, attempts: int) -> CommitOutcome:

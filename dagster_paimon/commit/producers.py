@@ -77,6 +77,7 @@ class AppendProducer(SnapshotProducer):
     """
 
     kind = APPEND
+    idempotent = False
     live_stats: ClassVar[bool] = False
 
     def __init__(
@@ -162,6 +163,7 @@ class OverwriteProducer(AppendProducer):
     """New files replacing every file of some partitions (Java's OVERWRITE commit)."""
 
     kind = OVERWRITE
+    idempotent = True  # replacing partitions with the same files twice leaves them as once
     live_stats = True  # its DELETE entries re-write the files' metadata in full
 
     def __init__(

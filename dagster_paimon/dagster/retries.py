@@ -3,7 +3,8 @@
 A TransientStoreError means every request was retried and the table is sound (see
 docs/object-stores.md), so the whole operation may simply run again later: the op asks Dagster
 for a retry (RetryRequested, Dagster's own way to mark a failure retryable) with growing waits.
-Any other failure fails the run as before.
+Any other failure fails the run as before, and so does one after which a retry could apply a
+change twice (an append whose snapshot may have landed).
 """
 
 import os
@@ -27,7 +28,7 @@ def retried_when_transient(context: OpExecutionContext) -> Iterator[None]:
         yield
     except Exception as error:
         e = transient_cause(error)
-        if e is None:
+        if e is None or not e.retry_safe:
             raise
         first = float(os.environ.get(WAIT_ENV) or FIRST_WAIT_S)
         wait = first * 2**context.retry_number

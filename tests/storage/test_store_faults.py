@@ -24,6 +24,7 @@ from tests.faultproxy import (
     MANIFEST_PUT,
     METADATA_GET,
     RESET_AFTER,
+    RESET_BEFORE,
     SLOW_DOWN,
     SNAPSHOT_PUT,
     TRUNCATED,
@@ -90,6 +91,8 @@ def test_one_fault_is_absorbed(s3_server, proxy, template, tmp_path, operation, 
 
 
 PERSISTENT = [
+    ("ingest", SNAPSHOT_PUT, SLOW_DOWN),
+    ("ingest", DATA_PUT, RESET_BEFORE),
     ("compact-full", SNAPSHOT_PUT, SLOW_DOWN),
     ("compact-full", MANIFEST_PUT, ERROR_AFTER),
     ("compact-full", DATA_GET, TRUNCATED),
@@ -112,7 +115,13 @@ def test_a_fault_that_persists_fails_cleanly(
         proxy.clear()
     message = str(failure.value)
     assert failure.value.code in message and failure.value.key in message
-    assert "retrying the operation is safe" in message
+    # only an append whose snapshot may have landed must not be run again blindly
+    unsafe = operation == "ingest" and klass == SNAPSHOT_PUT
+    assert failure.value.retry_safe is not unsafe
+    if unsafe:
+        assert "commitUser is dagster-paimon-ingest-" in message and "twice" in message
+    else:
+        assert "retrying the operation is safe" in message
     if operation == "compact-full":
         # only a snapshot create that never resolved leaves the table's state open
         assert failure.value.table_unchanged is (None if klass == SNAPSHOT_PUT else True)
