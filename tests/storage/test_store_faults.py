@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from dagster_paimon.cli import EXIT_TRANSIENT, main
 from dagster_paimon.errors import TransientStoreError
 from tests.faultproxy import (
     DATA_GET,
@@ -160,3 +161,23 @@ def test_a_lost_answer_at_any_step_of_an_upload_is_absorbed(
         proxy.clear()
     assert rule.fired == 1
     table.check(tmp_path)
+
+
+def test_the_cli_exits_75_naming_the_request_and_the_table_state(
+    s3_server, proxy, template, monkeypatch, capsys
+):
+    table = new_fault_table(s3_server, proxy, template)
+    for name, value in s3_server.paimon_env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PAIMON_S3_ENDPOINT", proxy.endpoint)
+    proxy.add(Rule(SLOW_DOWN, DATA_GET))
+    try:
+        code = main(["compact", "--full", "--warehouse", table.warehouse, "--table", "db.orders"])
+    finally:
+        proxy.clear()
+    err = capsys.readouterr().err.strip()
+    assert code == EXIT_TRANSIENT
+    assert err.startswith("dagster-paimon compact: failed transiently: GET of ")
+    # pyarrow's SDK names a 503 SLOW_DOWN or SERVICE_UNAVAILABLE, as the body reached it or not
+    assert "/bucket-0/data-" in err and ("SLOW_DOWN" in err or "SERVICE_UNAVAILABLE" in err)
+    assert "the table is unchanged" in err and "retrying the operation is safe" in err
