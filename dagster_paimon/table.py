@@ -20,7 +20,7 @@ from dagster_paimon.errors import (
     SchemaMismatchError,
     TableNotFoundError,
     WarehouseUnreachableError,
-    transient_cause,
+    transient_errors,
 )
 from dagster_paimon.options import BUCKET, DYNAMIC_BUCKET, POSTPONE_BUCKET
 from dagster_paimon.redaction import masked_options
@@ -123,7 +123,8 @@ def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
     """
     database, _ = parse_identifier(identifier)
     try:
-        table = catalog.get_table(identifier)
+        with transient_errors():  # pypaimon wraps a failed schema read in a RuntimeError
+            table = catalog.get_table(identifier)
     except TableNotExistException as e:
         try:
             catalog.get_database(database)
@@ -134,11 +135,6 @@ def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
         raise TableNotFoundError(f"table {identifier!r} does not exist") from e
     except OSError as e:
         raise WarehouseUnreachableError(f"cannot read warehouse: {e}") from e
-    except Exception as e:
-        transient = transient_cause(e)
-        if transient is None:
-            raise
-        raise transient from e
     if not table.table_schema.primary_keys:
         raise InvalidTableSpecError(f"table {identifier!r} has no primary key")
     return table
