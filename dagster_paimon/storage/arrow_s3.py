@@ -10,6 +10,7 @@ and sent whole on close, so one that fails at any of its requests is sent again.
 
 from __future__ import annotations
 
+import logging
 import re
 import tempfile
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from pypaimon.common.options import Options
 from pypaimon.filesystem.pyarrow_file_io import PyArrowFileIO
 
 from dagster_paimon.storage.retry import RetryPolicy, retrying
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -282,5 +285,11 @@ def retrying_file_io(file_io: FileIO, warehouse: str, policy: RetryPolicy) -> Fi
         file_io._delegate = retrying_file_io(delegate, warehouse, policy)  # type: ignore[attr-defined]
         return file_io
     if type(file_io) is not PyArrowFileIO or not isinstance(file_io.filesystem, pafs.S3FileSystem):
+        log.warning(
+            "pypaimon opened %s with %s, not the pyarrow S3 file IO dagster-paimon wraps: its "
+            "reads and uploads get only the S3 SDK's own retries",
+            warehouse,
+            type(file_io).__name__,
+        )
         return file_io
     return RetryingS3FileIO(warehouse, file_io.properties, policy)
