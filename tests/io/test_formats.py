@@ -139,7 +139,10 @@ def read_back(warehouse: str, name: str) -> pa.Table:
 
 @DECODERS
 def test_every_type_reads_back_through_avro_as_through_parquet(warehouse, names):
+    # a VECTOR column makes ingest refuse the table (dagster_paimon/unsupported.py); the format
+    # layer's own round trip of it is checked below, file by file
     data = all_types_rows(400, names)
+    data = data.drop_columns([n for n in data.schema.names if n.startswith("vec")])
     for fmt in ("parquet", "avro"):
         spec = TableSpec("db", fmt, data.schema, ("id",), 1, (), {"file.format": fmt})
         ingest_arrow(create_table(warehouse, spec), data)
