@@ -103,6 +103,14 @@ def paimon_java():
 
 
 @pytest.fixture(scope="session")
+def paimon_java_1_0():
+    """Paimon 1.0-SNAPSHOT's Java implementation, assembled once per run."""
+    from tests.java.paimon_java import PAIMON_1_0, PaimonJava
+
+    return PaimonJava(PAIMON_1_0)
+
+
+@pytest.fixture(scope="session")
 def s3_server() -> S3Server:
     """One authenticating moto S3 server on loopback for the whole run."""
     with moto_server() as server:

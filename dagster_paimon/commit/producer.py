@@ -16,7 +16,6 @@ from typing import ClassVar
 
 from pypaimon.build_info import full_version as build_full_version
 from pypaimon.common.json_util import JSON
-from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
@@ -32,6 +31,7 @@ from dagster_paimon.failpoints import (
     MANIFESTS_WRITTEN,
     failpoint,
 )
+from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.storage.snapshots import (
     SnapshotWriter,
     create_snapshot_if_absent,
@@ -153,7 +153,7 @@ class SnapshotProducer:
         """Write manifests, then the lists naming them: nothing names a file before it exists."""
         lists = ManifestListManager(self.table)
         base_metas = self.base_manifests(latest)
-        delta_metas = ManifestFileManager(self.table).rolling_write(
+        delta_metas = ManifestReader(self.table).rolling_write(
             entries, self.table.options.manifest_target_size(), f"manifest-{uuid.uuid4()}"
         )
         attempt.names += [m.file_name for m in delta_metas]
@@ -170,7 +170,7 @@ class SnapshotProducer:
         changelog = self.changelog_entries(latest)
         changelog_list, changelog_size, changelog_records = None, None, None
         if changelog:
-            changelog_metas = ManifestFileManager(self.table).rolling_write(
+            changelog_metas = ManifestReader(self.table).rolling_write(
                 changelog,
                 self.table.options.manifest_target_size(),
                 f"manifest-{uuid.uuid4()}",

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pypaimon.common.json_util import JSON
-from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import CorruptMetadataError, SnapshotNotFoundError
+from dagster_paimon.io.manifest_compat import ManifestReader
 
 ADD, DELETE = 0, 1
 APPEND, OVERWRITE, COMPACT = "APPEND", "OVERWRITE", "COMPACT"
@@ -85,9 +85,7 @@ def live_entries(
         return []
     try:
         manifests = ManifestListManager(table).read_all(snapshot)
-        return ManifestFileManager(table).read_entries_parallel(
-            manifests, drop_stats=not with_stats
-        )
+        return ManifestReader(table).read_entries_parallel(manifests, drop_stats=not with_stats)
     except (ValueError, EOFError, KeyError, TypeError, IndexError) as e:
         raise CorruptMetadataError(
             f"cannot read the manifests of snapshot {snapshot.id} of "

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.state import ADD
+from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.results import Metrics
 
 SNAPSHOT_ID = "ingest_snapshot_id"
@@ -49,7 +49,7 @@ class IngestResult:
                 seconds=seconds,
             )
         metas = ManifestListManager(table).read_delta(snapshot)
-        entries = ManifestFileManager(table).read_entries_parallel(metas)
+        entries = ManifestReader(table).read_entries_parallel(metas)
         added = [e for e in entries if e.kind == ADD]
         return cls(
             table=name,

@@ -40,6 +40,23 @@ ADD_KIND = 0
 BucketKey = tuple[Partition, int]
 
 
+class IndexManifestWriter(IndexManifestFile):
+    """pypaimon's index manifest file, writing deletion-vector entries as Java does.
+
+    Java's IndexFileMetaSerializer writes `_DELETIONS_VECTORS_RANGES` null only when an index
+    file has no ranges at all (a HASH index); a deletion-vector file that holds no vector (a full
+    compaction left none) has an empty list `[]`. pypaimon writes an empty map as null, and
+    Java's writer restore (DeletionVectorsIndexFile.readAllDeletionVectors) dies on that null.
+    """
+
+    def _to_avro_record(self, entry: IndexManifestEntry) -> dict:
+        """pypaimon's record, with `[]` for a deletion-vector file without ranges."""
+        record = super()._to_avro_record(entry)
+        if entry.index_file.index_type == DELETION_VECTORS:
+            record["_DELETIONS_VECTORS_RANGES"] = record["_DELETIONS_VECTORS_RANGES"] or []
+        return record
+
+
 def index_entries(table: FileStoreTable, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
     """Every entry of a snapshot's index manifest (none without one)."""
     if snapshot is None or not snapshot.index_manifest:
@@ -202,4 +219,4 @@ def write_index_manifest(
         IndexManifestEntry(ADD_KIND, partition.row(), bucket, index)
         for (partition, bucket), index in replacements.items()
     ]
-    return IndexManifestFile(table).write(kept + added)
+    return IndexManifestWriter(table).write(kept + added)

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
@@ -26,6 +25,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 from dagster_paimon.commit.producers import ManifestCompactProducer
 from dagster_paimon.commit.state import ADD, entry_identifier
 from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.maintenance.metadata import parallel_map
 from dagster_paimon.maintenance.options import ManifestMergeOptions
 from dagster_paimon.results import Metrics, run_planned
@@ -211,7 +211,7 @@ class RollingWriter:
     """Rolling manifest files at the target size; remembers what it wrote for cleanup."""
 
     def __init__(self, table: FileStoreTable, target_size: int):
-        self.manager = ManifestFileManager(table)
+        self.manager = ManifestReader(table)
         self.target_size = target_size
         self.written: list[str] = []
 
@@ -279,7 +279,7 @@ class EntryReader:
     manifests the new snapshots added."""
 
     def __init__(self, table: FileStoreTable):
-        self._manager = ManifestFileManager(table)
+        self._manager = ManifestReader(table)
         self._read: dict[str, list[ManifestEntry]] = {}
 
     def __call__(self, manifest: ManifestFileMeta) -> list[ManifestEntry]:

@@ -6,6 +6,7 @@ import dataclasses
 import os
 from pathlib import Path
 
+import fastavro
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -509,3 +510,18 @@ def test_written_vectors_read_by_deserialize_at_recorded_offsets(table):
         ends.append(rng.offset + 4 + rng.length + 4)
         assert name in {"a.parquet", "b.parquet", "c.parquet"}
     assert max(ends) == len(data)
+
+
+def test_index_manifest_writes_deletion_vector_ranges_as_java_does(table):
+    """Java's writer restore (DeletionVectorsIndexFile.readAllDeletionVectors) needs a list for a
+    deletion-vector file left without vectors; a HASH index has none, as Java writes it."""
+    part = partition_of(table, DAY1)
+    empty = IndexFileMeta(DELETION_VECTORS, "index-empty", 1, 0, dv_ranges={})
+    manifest = write_index_manifest(
+        table,
+        None,
+        {(part, 0): empty, (partition_of(table, DAY2), 1): hash_entry(part, 1, "h").index_file},
+    )
+    with open(os.path.join(table.table_path, "manifest", manifest), "rb") as f:
+        ranges = {r["_INDEX_TYPE"]: r["_DELETIONS_VECTORS_RANGES"] for r in fastavro.reader(f)}
+    assert ranges == {DELETION_VECTORS: [], "HASH": None}

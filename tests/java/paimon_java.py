@@ -1,8 +1,11 @@
-"""Paimon's own Java implementation (0.9) as an oracle: it reads the tables our engine maintains.
+"""Paimon's own Java implementation as an oracle: it writes tables and reads the ones our engine
+maintains, in two versions.
 
-The jar is the Java bridge bundled in the pypaimon 0.2.0 sdist on PyPI (pinned by hash); Hadoop's
-client jars come from the pyspark wheel the project already installs. Both and the compiled
-harness are cached under ~/.cache/dagster-paimon (DAGSTER_PAIMON_JAVA_CACHE overrides it).
+Paimon 0.9 is the Java bridge bundled in the pypaimon 0.2.0 sdist on PyPI; Paimon 1.0-SNAPSHOT
+(September 2024) is the bundle in PyPI's paimon-python-ali 0.1.1 wheel. Both are pinned by hash;
+Hadoop's client jars come from the pyspark wheel the project already installs. Each version's jar
+and its compiled harnesses are cached under ~/.cache/dagster-paimon/paimon-java-<version>
+(DAGSTER_PAIMON_JAVA_CACHE overrides the parent directory).
 """
 
 from __future__ import annotations
@@ -14,46 +17,79 @@ import shutil
 import subprocess
 import tarfile
 import urllib.request
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
 
-SDIST_URL = (
-    "https://files.pythonhosted.org/packages/1d/fd/"
-    "397b04ac950a75ce71ecf613b9ee1a247e9da1b633b6ccf1847b513979d4/pypaimon-0.2.0.tar.gz"
-)
-SDIST_SHA256 = "43ac684779841da17528b5f241ede6149bcdab4d16f3cd80f713262f6ed04720"
-BRIDGE_JAR = "pypaimon-0.2.0/deps/jars/paimon-python-java-bridge-0.9.0.jar"
 SPARK_JARS = ("hadoop-client-api-", "hadoop-client-runtime-", "slf4j-api-", "jcl-over-slf4j-")
 SOURCES = Path(__file__).parent
 
 
-def cache_dir() -> Path:
-    """Where the jar and compiled harnesses are kept between runs."""
-    default = Path.home() / ".cache" / "dagster-paimon" / "paimon-java-0.9"
-    return Path(os.environ.get("DAGSTER_PAIMON_JAVA_CACHE", default))
+@dataclass(frozen=True)
+class JavaVersion:
+    """One Paimon release as PyPI ships it: an archive pinned by hash and the jar inside it."""
+
+    name: str
+    url: str
+    sha256: str
+    member: str
 
 
-def _paimon_jar(cache: Path) -> Path:
-    """Paimon 0.9's jar, downloaded once and checked against its pinned hash."""
-    jar = cache / "paimon-0.9.0.jar"
+PAIMON_0_9 = JavaVersion(
+    "0.9",
+    "https://files.pythonhosted.org/packages/1d/fd/"
+    "397b04ac950a75ce71ecf613b9ee1a247e9da1b633b6ccf1847b513979d4/pypaimon-0.2.0.tar.gz",
+    "43ac684779841da17528b5f241ede6149bcdab4d16f3cd80f713262f6ed04720",
+    "pypaimon-0.2.0/deps/jars/paimon-python-java-bridge-0.9.0.jar",
+)
+PAIMON_1_0 = JavaVersion(
+    "1.0",
+    "https://files.pythonhosted.org/packages/0d/89/"
+    "806de6c82b3a49c0ce3f33abdcfae2844f11be8373d033d1f39fad997a17/"
+    "paimon_python_ali-0.1.1-py3-none-any.whl",
+    "2a60eab3b2df8af59f393dc7e6d61af2956572b8eadfc9e664a0ec6d2a4688f3",
+    "paimon_python_java/java_dependencies/paimon-python-java-bridge.jar",
+)
+
+
+def cache_dir(version: JavaVersion = PAIMON_0_9) -> Path:
+    """Where one version's jar and compiled harnesses are kept between runs."""
+    root = Path(
+        os.environ.get("DAGSTER_PAIMON_JAVA_CACHE", Path.home() / ".cache" / "dagster-paimon")
+    )
+    return root / f"paimon-java-{version.name}"
+
+
+def _extract(archive: Path, member: str) -> bytes:
+    """One member of a PyPI sdist (tar) or wheel (zip)."""
+    if archive.name.endswith(".whl"):
+        with zipfile.ZipFile(archive) as wheel:
+            return wheel.read(member)
+    with tarfile.open(archive) as sdist:
+        extracted = sdist.extractfile(member)
+        assert extracted is not None, f"{member} missing from {archive.name}"
+        return extracted.read()
+
+
+def _paimon_jar(version: JavaVersion, cache: Path) -> Path:
+    """The version's jar, downloaded once and checked against its pinned hash."""
+    jar = cache / f"paimon-{version.name}.jar"
     if jar.exists():
         return jar
     cache.mkdir(parents=True, exist_ok=True)
-    sdist = cache / "pypaimon-0.2.0.tar.gz"
-    with urllib.request.urlopen(SDIST_URL, timeout=300) as response, sdist.open("wb") as out:
+    archive = cache / version.url.rsplit("/", 1)[1]
+    with urllib.request.urlopen(version.url, timeout=600) as response, archive.open("wb") as out:
         shutil.copyfileobj(response, out)
-    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-    if digest != SDIST_SHA256:
-        sdist.unlink()
-        raise RuntimeError(f"pypaimon 0.2.0 sdist has sha256 {digest}, expected {SDIST_SHA256}")
-    with tarfile.open(sdist) as archive:
-        member = archive.extractfile(BRIDGE_JAR)
-        assert member is not None, f"{BRIDGE_JAR} missing from the sdist"
-        partial = jar.with_suffix(".part")
-        partial.write_bytes(member.read())
-        partial.rename(jar)
-    sdist.unlink()
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    if digest != version.sha256:
+        archive.unlink()
+        raise RuntimeError(f"{archive.name} has sha256 {digest}, expected {version.sha256}")
+    partial = jar.with_suffix(".part")
+    partial.write_bytes(_extract(archive, version.member))
+    partial.rename(jar)
+    archive.unlink()
     return jar
 
 
@@ -66,10 +102,11 @@ def _spark_jars() -> list[Path]:
     return found
 
 
-def classpath() -> str:
-    """Paimon, Hadoop and the compiled harnesses; compiles when a harness source changed."""
-    cache = cache_dir()
-    jars = [_paimon_jar(cache), *_spark_jars()]
+def classpath(version: JavaVersion = PAIMON_0_9) -> str:
+    """Paimon, Hadoop and the harnesses compiled against that Paimon; compiles when a harness
+    source changed."""
+    cache = cache_dir(version)
+    jars = [_paimon_jar(version, cache), *_spark_jars()]
     sources = sorted(SOURCES.glob("*.java"))
     stamp = hashlib.sha256(b"".join(s.read_bytes() for s in sources)).hexdigest()[:16]
     classes = cache / f"classes-{stamp}"
@@ -77,11 +114,14 @@ def classpath() -> str:
     if not classes.exists():
         building = cache / f"building-{os.getpid()}"
         building.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
+        done = subprocess.run(
             ["javac", "-nowarn", "-d", str(building), "-cp", base, *map(str, sources)],
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if done.returncode != 0:
+            shutil.rmtree(building)
+            raise RuntimeError(f"javac failed against Paimon {version.name}:\n{done.stderr}")
         building.rename(classes)
     return os.pathsep.join([base, str(classes)])
 
@@ -89,8 +129,9 @@ def classpath() -> str:
 class PaimonJava:
     """Runs the harnesses on one assembled classpath."""
 
-    def __init__(self) -> None:
-        self.classpath = classpath()
+    def __init__(self, version: JavaVersion = PAIMON_0_9) -> None:
+        self.version = version
+        self.classpath = classpath(version)
 
     def read(self, warehouse: str, database: str, table: str) -> list[list]:
         """Every row Paimon's Java reader returns for the latest snapshot, in field order."""
@@ -101,8 +142,40 @@ class PaimonJava:
             timeout=300,
         )
         if done.returncode != 0:
-            raise AssertionError(f"Paimon's Java reader failed:\n{done.stderr[-4000:]}")
+            raise AssertionError(
+                f"Paimon {self.version.name}'s Java reader failed:\n{done.stderr[-4000:]}"
+            )
         return [json.loads(line) for line in done.stdout.splitlines() if line]
+
+    def write(
+        self,
+        warehouse: str,
+        database: str,
+        table: str,
+        steps: list[list[list] | str],
+        *,
+        spec: dict | None = None,
+        stream: bool = True,
+    ) -> list[dict]:
+        """Paimon's own writer in one JVM: each step one commit of rows ([row kind, value, ...])
+        or "compact" (Java's full compaction of every bucket); `spec` creates the table first
+        (see PaimonWrite.java). Stream mode commits as a Flink job does, batch mode as Spark."""
+        command = ["java", "-cp", self.classpath, "PaimonWrite", warehouse, database, table]
+        command.append("stream" if stream else "batch")
+        if spec is not None:
+            command.append(json.dumps(spec))
+        done = subprocess.run(
+            command,
+            input="".join(json.dumps(step) + "\n" for step in steps),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise AssertionError(
+                f"Paimon {self.version.name}'s Java writer failed:\n{done.stderr[-4000:]}"
+            )
+        return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
     def orc_rows(self, path: str, seeks: list[int]) -> tuple[list[list], dict[int, list]]:
         """Paimon's bundled ORC reader on one file: every row as text (None for null), and the
