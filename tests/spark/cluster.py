@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyspark
 
-from tests.s3server import free_port, listening
+from tests.s3server import free_port, free_ports, listening
 
 SPARK_HOME = Path(pyspark.__file__).parent
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -95,11 +95,12 @@ def wait_until(ready: Callable[[], bool], daemons: list[Daemon], what: str) -> N
 
 
 def alive_workers(webui_port: int) -> int:
-    """How many workers the master's JSON page lists as alive (0 while it is not up)."""
+    """How many workers the master's JSON page lists as alive (0 while it is not up, or while
+    the port still answers with something else than the master's JSON)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{webui_port}/json", timeout=2) as page:
             state = json.load(page)
-    except OSError:
+    except (OSError, ValueError):
         return 0
     return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
@@ -120,7 +121,9 @@ class Cluster:
 def standalone_cluster(root: Path, workers: int = 2) -> Iterator[Cluster]:
     """A master and `workers` workers of one core and WORKER_MEMORY each, on free ports."""
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port, webui = free_port(), free_port()
+    # every port chosen at once: one picked while the master's JVM had not yet bound its UI port
+    # could be that port again, and a worker's UI then answered for the master's
+    port, webui, *worker_ports = free_ports(2 + 2 * workers)
     master = f"spark://127.0.0.1:{port}"
     with ExitStack() as stack:
         started = [
@@ -139,8 +142,9 @@ def standalone_cluster(root: Path, workers: int = 2) -> Iterator[Cluster]:
             work_dirs.append(work)
             argv = [
                 spark_class, "org.apache.spark.deploy.worker.Worker", master,
-                "--host", "127.0.0.1", "--port", str(free_port()),
-                "--webui-port", str(free_port()), "--cores", "1", "--memory", WORKER_MEMORY,
+                "--host", "127.0.0.1", "--port", str(worker_ports[2 * i]),
+                "--webui-port", str(worker_ports[2 * i + 1]), "--cores", "1",
+                "--memory", WORKER_MEMORY,
                 "--work-dir", str(work),
             ]  # fmt: skip
             started.append(stack.enter_context(daemon(argv, root / f"worker-{i}.log")))
