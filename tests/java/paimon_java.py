@@ -133,19 +133,25 @@ class PaimonJava:
         self.version = version
         self.classpath = classpath(version)
 
-    def read(self, warehouse: str, database: str, table: str) -> list[list]:
-        """Every row Paimon's Java reader returns for the latest snapshot, in field order."""
+    def _run(self, what: str, harness: str, *args: str, stdin: str | None = None) -> str:
+        """A harness's stdout; its failure is the test's, with the JVM's stderr."""
         done = subprocess.run(
-            ["java", "-cp", self.classpath, "PaimonRead", warehouse, database, table],
+            ["java", "-cp", self.classpath, harness, *args],
+            input=stdin,
             capture_output=True,
             text=True,
             timeout=300,
         )
         if done.returncode != 0:
             raise AssertionError(
-                f"Paimon {self.version.name}'s Java reader failed:\n{done.stderr[-4000:]}"
+                f"Paimon {self.version.name}'s {what} failed:\n{done.stderr[-4000:]}"
             )
-        return [json.loads(line) for line in done.stdout.splitlines() if line]
+        return done.stdout
+
+    def read(self, warehouse: str, database: str, table: str) -> list[list]:
+        """Every row Paimon's Java reader returns for the latest snapshot, in field order."""
+        out = self._run("Java reader", "PaimonRead", warehouse, database, table)
+        return [json.loads(line) for line in out.splitlines() if line]
 
     def write(
         self,
@@ -160,37 +166,20 @@ class PaimonJava:
         """Paimon's own writer in one JVM: each step one commit of rows ([row kind, value, ...])
         or "compact" (Java's full compaction of every bucket); `spec` creates the table first
         (see PaimonWrite.java). Stream mode commits as a Flink job does, batch mode as Spark."""
-        command = ["java", "-cp", self.classpath, "PaimonWrite", warehouse, database, table]
-        command.append("stream" if stream else "batch")
+        args = [warehouse, database, table, "stream" if stream else "batch"]
         if spec is not None:
-            command.append(json.dumps(spec))
-        done = subprocess.run(
-            command,
-            input="".join(json.dumps(step) + "\n" for step in steps),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode != 0:
-            raise AssertionError(
-                f"Paimon {self.version.name}'s Java writer failed:\n{done.stderr[-4000:]}"
-            )
-        return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+            args.append(json.dumps(spec))
+        stdin = "".join(json.dumps(step) + "\n" for step in steps)
+        out = self._run("Java writer", "PaimonWrite", *args, stdin=stdin)
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
     def orc_rows(self, path: str, seeks: list[int]) -> tuple[list[list], dict[int, list]]:
         """Paimon's bundled ORC reader on one file: every row as text (None for null), and the
         row it reads after seeking to each of `seeks`."""
-        done = subprocess.run(
-            ["java", "-cp", self.classpath, "OrcRows", path, *map(str, seeks)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode != 0:
-            raise AssertionError(f"Paimon's ORC reader failed:\n{done.stderr[-4000:]}")
+        out = self._run("ORC reader", "OrcRows", path, *map(str, seeks))
         rows: list[list] = []
         sought: dict[int, list] = {}
-        for line in done.stdout.splitlines():
+        for line in out.splitlines():
             tag, number, *values = line.split("\t")
             parsed = [None if v == "null" else v for v in values]
             if tag == "all":
