@@ -10,12 +10,11 @@ The list was checked against every option of `CoreOptions` in apache/paimon rele
 (paimon-api/src/main/java/org/apache/paimon/CoreOptions.java), the release that added each key
 found by comparing that file at the release-1.3.0, release-1.4.0-rc1 and release-2.0.0 tags
 (paimon-common/... before 1.2). Options that only change reading, planning or file layout (not
-what Java reads afterwards) are not here: `write.sequence-number-init-mode`=snapshot (Java's
-FileStoreCommitImpl and KeyValueFileStoreWrite fall back to scanning when our snapshots lack the
-`sequence.generation.max-sequence-number` property), `overwrite-upgrade`, `target-file-row-num`,
+what Java reads afterwards) are not here: `overwrite-upgrade`, `target-file-row-num`,
 `compaction.skip-expired-partitions`, `manifest-sort.*`, `postpone.batch-write-fixed-bucket`.
 Metadata stats modes, file indexes, external paths and `bucket-function.type` are handled where
-their files are written.
+their files are written; `write.sequence-number-init-mode`=snapshot where snapshots are
+(commit/carried.py).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.commit.carried import inherited_statistics, snapshot_properties
 from dagster_paimon.commit.state import ADD, find_landed, live_entries
 from dagster_paimon.errors import CommitConflictError, transient_cause
 from dagster_paimon.failpoints import (
@@ -202,6 +203,8 @@ class SnapshotProducer:
             commit_kind=self.kind,
             time_millis=int(time.time() * 1000),
             watermark=latest.watermark if latest else None,
+            statistics=inherited_statistics(self.table, latest),
+            properties=snapshot_properties(self.table, latest, entries),
             index_manifest=index_manifest,
             next_row_id=latest.next_row_id if latest else None,
             writer_version=build_full_version(),
