@@ -138,6 +138,7 @@ def test_empty_input_has_no_buckets():
         (-1, {}, "'bucket' is -1"),
         (-2, {}, "'bucket' is -2"),
         (2, {"bucket-function.type": "mod"}, "bucket-function.type"),
+        (2, {"bucket-function.type": "hive"}, "bucket-function.type"),
     ],
 )
 def test_tables_without_a_pure_hash_bucket_are_refused(warehouse, bucket, options, message):

@@ -109,6 +109,20 @@ def test_postpone_bucket_tables_are_refused_naming_the_option(spark, warehouse):
         df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.orders")
 
 
+@pytest.mark.parametrize("function", ["mod", "hive"])
+def test_other_bucket_functions_are_refused_naming_the_option(spark, warehouse, function):
+    """Paimon's mod and hive bucket functions would put these keys in other buckets."""
+    orders = create_table(warehouse, orders_spec(**{"bucket-function.type": function}))
+    df = spark.createDataFrame([("2024-01-01", 1, "x")], "dt string, id bigint, v string")
+
+    with pytest.raises(InvalidOptionError, match=r"bucket-function\.type"):
+        ingest_dataframe(df, warehouse, "db.orders")
+    with pytest.raises(Exception, match=r"bucket-function\.type"):
+        df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.orders")
+    assert latest_id(orders) is None
+    assert data_files_on_disk(orders) == set()
+
+
 def test_rowkind_field_tables_refuse_a_separate_row_kind_column(spark, warehouse):
     create_table(warehouse, orders_spec(**{"rowkind.field": "v"}))
     df = spark.createDataFrame(

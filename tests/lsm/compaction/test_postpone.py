@@ -222,6 +222,17 @@ def test_replay_order_follows_writers_and_creation_time(warehouse):
         writer_prefix("data-123.parquet")
 
 
+@pytest.mark.parametrize("function", ["mod", "hive"])
+def test_other_bucket_functions_are_refused_before_moving_rows(warehouse, function):
+    """A move chooses each row's bucket; Paimon's mod and hive functions are not ours."""
+    make_table(warehouse, **{"bucket-function.type": function})
+    Model().write(warehouse, batch(range(4), "x"))
+    latest = open_table(warehouse, "db.t").snapshot_manager().get_latest_snapshot().id
+    with pytest.raises(InvalidOptionError, match=f"'bucket-function.type' is '{function}'"):
+        compact(warehouse)
+    assert open_table(warehouse, "db.t").snapshot_manager().get_latest_snapshot().id == latest
+
+
 def test_input_changelog_postpone_table_is_refused(warehouse):
     """Moving rows of an input-changelog table would need changelog files we do not write."""
     make_table(warehouse, **{"changelog-producer": "input"})
