@@ -19,6 +19,10 @@ T = TypeVar("T")
 BUCKET = "bucket"
 BUCKET_FUNCTION_TYPE = "bucket-function.type"
 FILE_FORMAT = "file.format"
+FILE_FORMAT_PER_LEVEL = "file.format.per.level"
+FILE_COMPRESSION_PER_LEVEL = "file.compression.per.level"
+CHANGELOG_FILE_FORMAT = "changelog-file.format"
+CHANGELOG_FILE_COMPRESSION = "changelog-file.compression"
 WRITE_BUFFER_SIZE = "write-buffer-size"
 ROWKIND_FIELD = "rowkind.field"
 IGNORE_UPDATE_BEFORE = "ignore-update-before"
@@ -192,6 +196,44 @@ def duration_ms(text: str) -> int:
 def names(text: str) -> list[str]:
     """A comma-separated list of field names."""
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def per_level(text: str) -> dict[int, str]:
+    """A map option keyed by level ("0:avro,5:parquet"), as CoreOptions' `*.per.level` read it."""
+    levels: dict[int, str] = {}
+    for item in names(text):
+        level, sep, value = item.partition(":")
+        if not sep or not level.strip().isdigit():
+            raise ValueError(f"{item!r} is not LEVEL:VALUE")
+        levels[int(level)] = value.strip()
+    return levels
+
+
+def write_format(options: Mapping[str, str], level: int, *, changelog: bool = False) -> str:
+    """The format Java's KeyValueFileWriterFactory writes at a level (or for a changelog)."""
+    if changelog and options.get(CHANGELOG_FILE_FORMAT):
+        return options[CHANGELOG_FILE_FORMAT].lower()
+    formats = read_option(options, FILE_FORMAT_PER_LEVEL, per_level, {})
+    return formats.get(level, file_format(options)).lower()
+
+
+def write_compression(
+    options: Mapping[str, str], level: int, default: str, *, changelog: bool = False
+) -> str:
+    """The compression Java writes at a level (or for a changelog); default: file.compression."""
+    if changelog and options.get(CHANGELOG_FILE_COMPRESSION):
+        return options[CHANGELOG_FILE_COMPRESSION]
+    return read_option(options, FILE_COMPRESSION_PER_LEVEL, per_level, {}).get(level, default)
+
+
+def written_formats(options: Mapping[str, str]) -> set[str]:
+    """Every format a table's writers may write: the default, per level and for changelogs."""
+    formats = {file_format(options)}
+    levels = read_option(options, FILE_FORMAT_PER_LEVEL, per_level, {})
+    formats.update(f.lower() for f in levels.values())
+    if options.get(CHANGELOG_FILE_FORMAT):
+        formats.add(options[CHANGELOG_FILE_FORMAT].lower())
+    return formats
 
 
 def flag(options: Mapping[str, str], key: str, fallbacks: Sequence[str] = ()) -> bool:

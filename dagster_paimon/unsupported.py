@@ -34,7 +34,16 @@ from pypaimon.schema.data_types import (
 from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.errors import UnsupportedLayoutError
-from dagster_paimon.options import FILE_FORMAT, file_format, flag, names, read_option
+from dagster_paimon.options import (
+    CHANGELOG_FILE_FORMAT,
+    FILE_FORMAT,
+    FILE_FORMAT_PER_LEVEL,
+    file_format,
+    flag,
+    names,
+    per_level,
+    read_option,
+)
 
 COMPACTION = "compaction"
 INGEST = "ingest"
@@ -55,7 +64,6 @@ PK_INDEX_COLUMNS = (
     "pk-vector.index.columns",
     "pk-full-text.index.columns",
 )
-FILE_FORMAT_PER_LEVEL = "file.format.per.level"
 FOREIGN_FORMATS = {"lance": "1.3", "vortex": "2.0", "mosaic": "2.0"}
 
 # (what was found, e.g. "table option 'x'='true'") or None, from the schema
@@ -126,13 +134,18 @@ def _primary_key(find: Finder) -> Finder:
 
 
 def _foreign_format(schema: TableSchema) -> str | None:
-    """`file.format`, or a level of `file.format.per.level`, naming a format we cannot write."""
+    """`file.format`, a level of `file.format.per.level` or `changelog-file.format` naming a
+    format we cannot write."""
     fmt = file_format(schema.options)
     if fmt in FOREIGN_FORMATS:
         return f"table option '{FILE_FORMAT}'={fmt!r} (Paimon {FOREIGN_FORMATS[fmt]})"
-    for level in read_option(schema.options, FILE_FORMAT_PER_LEVEL, names, []):
-        if level.rsplit(":", 1)[-1].strip().lower() in FOREIGN_FORMATS:
-            return f"table option '{FILE_FORMAT_PER_LEVEL}' level {level!r}"
+    levels = read_option(schema.options, FILE_FORMAT_PER_LEVEL, per_level, {})
+    for level, fmt in levels.items():
+        if fmt.lower() in FOREIGN_FORMATS:
+            return f"table option '{FILE_FORMAT_PER_LEVEL}' level '{level}:{fmt}'"
+    changelog = schema.options.get(CHANGELOG_FILE_FORMAT, "").lower()
+    if changelog in FOREIGN_FORMATS:
+        return f"table option '{CHANGELOG_FILE_FORMAT}'={changelog!r}"
     return None
 
 

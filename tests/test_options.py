@@ -16,6 +16,9 @@ from dagster_paimon.options import (
     memory_bytes,
     merge_engine,
     read_option,
+    write_compression,
+    write_format,
+    written_formats,
 )
 
 
@@ -50,3 +53,24 @@ def test_typed_accessors():
 )
 def test_catalog_flags_read_as_pypaimon_reads_them(text, value):
     assert catalog_boolean(text) is value
+
+
+def test_levels_and_changelogs_pick_their_own_format_and_compression():
+    options = {
+        "file.format": "ORC",
+        "file.format.per.level": "0:Avro, 5:parquet",
+        "file.compression.per.level": "5:gzip",
+        "changelog-file.format": "parquet",
+        "changelog-file.compression": "snappy",
+    }
+    assert [write_format(options, level) for level in (0, 3, 5)] == ["avro", "orc", "parquet"]
+    assert write_format(options, 0, changelog=True) == "parquet"
+    assert [write_compression(options, level, "zstd") for level in (0, 5)] == ["zstd", "gzip"]
+    assert write_compression(options, 5, "zstd", changelog=True) == "snappy"
+    assert written_formats(options) == {"orc", "avro", "parquet"}
+    assert write_format({}, 0) == "parquet"
+
+
+def test_a_malformed_level_map_names_its_key():
+    with pytest.raises(InvalidOptionError, match=r"'file.format.per.level' .* 'avro' is not"):
+        write_format({"file.format.per.level": "avro"}, 0)

@@ -1,7 +1,8 @@
 """Data file formats: Parquet, ORC and Avro, read in bounded batches and written column-wise.
 
 A file's format is its extension (a table may hold files of a format it no longer writes);
-the table's `file.format` decides what is written. Parquet and ORC are read and written by
+the table's `file.format` (per level: `file.format.per.level`; for changelogs
+`changelog-file.format`) decides what is written. Parquet and ORC are read and written by
 pyarrow, ORC a stripe per thread (`orc/`); ORC columns pyarrow cannot write (TIME) are refused
 before anything is written. Avro is read and written by the `avro` package, laid out as
 Paimon's Java format writes it.
@@ -24,7 +25,12 @@ from dagster_paimon.io.avro.codecs import avro_codec, avro_level
 from dagster_paimon.io.avro.reader import AvroReader
 from dagster_paimon.io.avro.writer import AvroWriter
 from dagster_paimon.io.orc.writer import StripedOrcWriter
-from dagster_paimon.options import FILE_FORMAT, file_format
+from dagster_paimon.options import (
+    CHANGELOG_FILE_FORMAT,
+    FILE_FORMAT,
+    FILE_FORMAT_PER_LEVEL,
+    written_formats,
+)
 
 PARQUET, ORC, AVRO = "parquet", "orc", "avro"
 WRITABLE = (PARQUET, ORC, AVRO)
@@ -43,22 +49,24 @@ def format_of(file_name: str) -> str:
 
 
 def check_writable_format(schema: TableSchema) -> None:
-    """The table's `file.format` is one we write, for every column type it has."""
-    fmt = file_format(schema.options)
-    if fmt not in WRITABLE:
-        raise InvalidOptionError(
-            f"table option '{FILE_FORMAT}' is {fmt!r}: dagster-paimon writes parquet, orc and "
-            "avro data files only"
-        )
-    if fmt == ORC:
-        times = [f.name for f in schema.fields if str(f.type).upper().startswith("TIME(")]
-        if times:
+    """Every format the table's writers write (default, per level, changelog) is one we write,
+    for every column type it has."""
+    for fmt in sorted(written_formats(schema.options)):
+        if fmt not in WRITABLE:
             raise InvalidOptionError(
-                f"table option '{FILE_FORMAT}' is 'orc' and columns {times} are TIME: pyarrow "
-                "cannot write them as Paimon's ORC writer does (int milliseconds)"
+                f"table options '{FILE_FORMAT}', '{FILE_FORMAT_PER_LEVEL}' or "
+                f"'{CHANGELOG_FILE_FORMAT}' name {fmt!r}: dagster-paimon writes parquet, orc and "
+                "avro data files only"
             )
-    if fmt == AVRO:
-        check_avro(schema)
+        if fmt == ORC:
+            times = [f.name for f in schema.fields if str(f.type).upper().startswith("TIME(")]
+            if times:
+                raise InvalidOptionError(
+                    f"the table writes 'orc' files and columns {times} are TIME: pyarrow "
+                    "cannot write them as Paimon's ORC writer does (int milliseconds)"
+                )
+        if fmt == AVRO:
+            check_avro(schema)
 
 
 class FileReader(Protocol):

@@ -27,8 +27,9 @@ from dagster_paimon.io.paths import bucket_file_path
 from dagster_paimon.options import (
     CHANGELOG_FILE_PREFIX,
     DATA_FILE_THIN_MODE,
-    file_format,
     flag,
+    write_compression,
+    write_format,
 )
 from dagster_paimon.partition import Partition
 
@@ -177,7 +178,7 @@ class RollingWriter:
     ):
         schema = table.table_schema
         check_writable_format(schema)
-        self.format = file_format(schema.options)
+        self.format = write_format(schema.options, level, changelog=changelog)
         self.table = table
         self.partition = partition
         self.bucket = bucket
@@ -195,7 +196,9 @@ class RollingWriter:
         self.key_fields = list(table.trimmed_primary_keys_fields)
         self.stats_fields = list(table.fields) if table.options.metadata_stats_enabled() else []
         self.target_size = table.options.target_file_size(True)
-        self.compression = table.options.file_compression("zstd")
+        self.compression = write_compression(
+            schema.options, level, table.options.file_compression("zstd"), changelog=changelog
+        )
         self.zstd_level = table.options.file_compression_zstd_level(1)
         self.parquet_options = create_parquet_writer_options(table.options)
         prefix = (
