@@ -10,6 +10,17 @@ from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
 from dagster_paimon.partition import Partition
 
+COMPRESSION_EXTENSIONS = {
+    "none": None,
+    "gzip": "gz",
+    "bzip2": "bz2",
+    "deflate": "deflate",
+    "snappy": "snappy",
+    "lz4": "lz4",
+    "zstd": "zst",
+}
+"""File extensions of Paimon's HadoopCompressionType; other compressions name themselves."""
+
 
 def bucket_file_path(table: FileStoreTable, partition: Partition, bucket: int, name: str) -> str:
     """A file in Java's escaped partition/bucket directory."""
@@ -31,3 +42,13 @@ def delete_data_files(
     """Best-effort removal of files written by an attempt that will not be committed."""
     for meta in files:
         table.file_io.delete_quietly(data_file_path(table, partition, bucket, meta))
+
+
+def file_extension(fmt: str, compression: str, *, include_compression: bool) -> str:
+    """A data file's extension as Java's DataFilePathFactory makes it: `.zst.parquet` under
+    `file.suffix.include.compression`, else `.parquet`."""
+    if include_compression and compression:
+        codec = COMPRESSION_EXTENSIONS.get(compression.lower(), compression)
+        if codec is not None:
+            return f".{codec}.{fmt}"
+    return f".{fmt}"

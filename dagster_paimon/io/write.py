@@ -23,10 +23,11 @@ from pypaimon.write.writer.parquet_writer_options import create_parquet_writer_o
 from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
 from dagster_paimon.io.formats import FileWriter, check_writable_format, open_writer
 from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
-from dagster_paimon.io.paths import bucket_file_path
+from dagster_paimon.io.paths import bucket_file_path, file_extension
 from dagster_paimon.options import (
     CHANGELOG_FILE_PREFIX,
     DATA_FILE_THIN_MODE,
+    FILE_SUFFIX_INCLUDE_COMPRESSION,
     flag,
     write_compression,
     write_format,
@@ -200,6 +201,11 @@ class RollingWriter:
             schema.options, level, table.options.file_compression("zstd"), changelog=changelog
         )
         self.zstd_level = table.options.file_compression_zstd_level(1)
+        self.extension = file_extension(
+            self.format,
+            self.compression,
+            include_compression=flag(schema.options, FILE_SUFFIX_INCLUDE_COMPRESSION),
+        )
         self.parquet_options = create_parquet_writer_options(table.options)
         prefix = (
             schema.options.get(CHANGELOG_FILE_PREFIX, "changelog-")
@@ -213,7 +219,7 @@ class RollingWriter:
 
     def _open(self) -> _OpenFile:
         """Start the next file of this writer."""
-        name = f"{self.prefix}{len(self.written)}.{self.format}"
+        name = f"{self.prefix}{len(self.written)}{self.extension}"
         path = bucket_file_path(self.table, self.partition, self.bucket, name)
         self._pending_paths.append(path)
         stream = self.table.file_io.new_output_stream(path)
