@@ -2,7 +2,7 @@
 built as Java's DataFileIndexWriter builds them for each data file."""
 
 from dagster_paimon.io.fileindex.builder import FileIndexBuilder, FileIndexResult, sidecar_path
-from dagster_paimon.io.fileindex.options import FileIndexPlan, file_index_plan, unsupported_index
+from dagster_paimon.io.fileindex.options import FileIndexPlan, file_index_plan
 
 __all__ = [
     "FileIndexBuilder",
@@ -10,5 +10,4 @@ __all__ = [
     "FileIndexResult",
     "file_index_plan",
     "sidecar_path",
-    "unsupported_index",
 ]

@@ -134,10 +134,13 @@ class BitmapWriter:
         cursor = len(null_bytes) if null_rows.size > 1 else 0
         if values is not None:
             last_row_first = int(present_rows[np.flatnonzero(values.codes == count - 1)[0]])
+            ranks = np.empty(count, dtype=np.int64)
+            ranks[values.sorted_order()] = np.arange(count)
             order = iteration_order(
                 values.hashes,
                 head_insert=True,
                 calls_after_last=bool(present_rows[-1] > last_row_first),
+                ranks=ranks,
             ).indices
             by_code = np.argsort(values.codes, kind="stable")
             sizes = np.bincount(values.codes, minlength=count)

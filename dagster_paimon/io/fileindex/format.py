@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dagster_paimon.io.fileindex.javamap import iteration_order, string_hash
+from dagster_paimon.io.fileindex.javamap import iteration_order, string_hash, string_ranks
 
 MAGIC = 1493475289347502
 VERSION_1 = 1
@@ -42,7 +42,10 @@ def write_utf(text: str) -> bytes:
 def _hash_order(keys: list[str], *, head_insert: bool) -> list[str]:
     """Keys of a Java HashMap<String, ...> filled in this order, as it iterates them."""
     hashes = np.array([string_hash(k) for k in keys], dtype=np.int64)
-    return [keys[i] for i in iteration_order(hashes, head_insert=head_insert).indices]
+    return [
+        keys[i]
+        for i in iteration_order(hashes, head_insert=head_insert, ranks=string_ranks(keys)).indices
+    ]
 
 
 def serialize(indexes: Sequence[tuple[str, str, bytes]]) -> bytes:

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 INITIAL_CAPACITY = 16
 TREEIFY_THRESHOLD = 8
 MIN_TREEIFY_CAPACITY = 64
+UNTREEIFY_THRESHOLD = 6
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,14 @@ def string_hash(text: str) -> int:
     for i in range(0, len(units), 2):
         h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def string_ranks(keys: list[str]) -> np.ndarray:
+    """Each string's place in String.compareTo order (UTF-16 code units)."""
+    order = sorted(range(len(keys)), key=lambda i: keys[i].encode("utf-16-be"))
+    ranks = np.empty(len(keys), dtype=np.int64)
+    ranks[order] = np.arange(len(keys))
+    return ranks
 
 
 def long_hash(values: np.ndarray) -> np.ndarray:
@@ -62,7 +71,11 @@ def _capacity(size: int) -> int:
 
 
 def iteration_order(
-    hashes: np.ndarray, *, head_insert: bool, calls_after_last: bool = False
+    hashes: np.ndarray,
+    *,
+    head_insert: bool,
+    calls_after_last: bool = False,
+    ranks: np.ndarray | None = None,
 ) -> Order:
     """The order a HashMap iterates keys inserted in index order with these hash codes.
 
@@ -96,48 +109,260 @@ def iteration_order(
         bins = spread & np.uint32(final - 1)
         rank = -np.arange(n) if head_insert else np.arange(n)
         return Order(np.lexsort((rank, bins)), True)
-    return _simulate(spread, head_insert=head_insert, calls_after_last=calls_after_last)
+    return _simulate(spread, ranks, head_insert=head_insert, calls_after_last=calls_after_last)
 
 
-def _simulate(spread: np.ndarray, *, head_insert: bool, calls_after_last: bool) -> Order:
-    """Insertion by insertion, for maps where some bin reaches the treeify threshold."""
-    capacity = INITIAL_CAPACITY
-    bins: list[list[int]] = [[] for _ in range(capacity)]
-    exact = True
+class _Node:
+    """A HashMap node; tree fields are used once its bin is a red-black tree."""
 
-    def grow() -> None:
-        nonlocal capacity, bins
-        capacity *= 2
-        grown: list[list[int]] = [[] for _ in range(capacity)]
-        for chain in bins:
-            for key in chain:
-                grown[int(spread[key]) & (capacity - 1)].append(key)
-        bins = grown
+    __slots__ = ("key", "hash", "rank", "next", "prev", "left", "right", "parent", "red")
 
-    size = 0
-    for key in range(len(spread)):
-        if head_insert and size > capacity * 3 // 4:
-            grow()
-        chain = bins[int(spread[key]) & (capacity - 1)]
-        before = len(chain)
-        if head_insert:
-            chain.insert(0, key)
+    def __init__(self, key: int, hash_: int, rank: int):
+        self.key, self.hash, self.rank = key, hash_, rank
+        self.next = self.prev = self.left = self.right = self.parent = None
+        self.red = False
+
+
+def _direction(x: _Node, p: _Node) -> int:
+    """Where key x goes below node p: by hash (signed), then compareTo (keys are distinct)."""
+    if p.hash != x.hash:
+        return -1 if p.hash > x.hash else 1
+    return -1 if x.rank < p.rank else 1
+
+
+def _rotate_left(root: _Node, p: _Node) -> _Node:
+    r = p.right
+    if r is None:
+        return root
+    p.right = r.left
+    if r.left is not None:
+        r.left.parent = p
+    r.parent = p.parent
+    if p.parent is None:
+        root = r
+        r.red = False
+    elif p.parent.left is p:
+        p.parent.left = r
+    else:
+        p.parent.right = r
+    r.left = p
+    p.parent = r
+    return root
+
+
+def _rotate_right(root: _Node, p: _Node) -> _Node:
+    left = p.left
+    if left is None:
+        return root
+    p.left = left.right
+    if left.right is not None:
+        left.right.parent = p
+    left.parent = p.parent
+    if p.parent is None:
+        root = left
+        left.red = False
+    elif p.parent.right is p:
+        p.parent.right = left
+    else:
+        p.parent.left = left
+    left.right = p
+    p.parent = left
+    return root
+
+
+def _balance_insertion(root: _Node, x: _Node) -> _Node:
+    """HashMap.TreeNode.balanceInsertion."""
+    x.red = True
+    while True:
+        xp = x.parent
+        if xp is None:
+            x.red = False
+            return x
+        xpp = xp.parent
+        if not xp.red or xpp is None:
+            return root
+        if xp is xpp.left:
+            uncle = xpp.right
+            if uncle is not None and uncle.red:
+                uncle.red = xp.red = False
+                xpp.red = True
+                x = xpp
+                continue
+            if x is xp.right:
+                x = xp
+                root = _rotate_left(root, x)
+                xp = x.parent
+                xpp = xp.parent if xp is not None else None
+            if xp is not None:
+                xp.red = False
+                if xpp is not None:
+                    xpp.red = True
+                    root = _rotate_right(root, xpp)
         else:
-            chain.append(key)
-        if before >= TREEIFY_THRESHOLD - (1 if head_insert else 0):
-            if capacity < MIN_TREEIFY_CAPACITY:
-                grow()
-            else:
-                exact = False
-        size += 1
-        if not head_insert and size > capacity * 3 // 4:
-            grow()
-    if head_insert and calls_after_last and size > capacity * 3 // 4:
-        grow()
+            uncle = xpp.left
+            if uncle is not None and uncle.red:
+                uncle.red = xp.red = False
+                xpp.red = True
+                x = xpp
+                continue
+            if x is xp.left:
+                x = xp
+                root = _rotate_right(root, x)
+                xp = x.parent
+                xpp = xp.parent if xp is not None else None
+            if xp is not None:
+                xp.red = False
+                if xpp is not None:
+                    xpp.red = True
+                    root = _rotate_left(root, xpp)
+
+
+class _Map:
+    """java.util.HashMap's bins as linked lists, bins of 8 or more as red-black trees (JDK 8+):
+    enough of it to know the iteration order after a sequence of insertions."""
+
+    def __init__(self) -> None:
+        self.capacity = INITIAL_CAPACITY
+        self.bins: list[_Node | None] = [None] * self.capacity
+        self.trees: set[int] = set()
+        self.size = 0
+
+    def _chain(self, first: _Node | None) -> list[_Node]:
+        out = []
+        while first is not None:
+            out.append(first)
+            first = first.next
+        return out
+
+    def _link(self, nodes: list[_Node]) -> _Node | None:
+        for a, b in zip(nodes, nodes[1:], strict=False):
+            a.next, b.prev = b, a
+        if nodes:
+            nodes[0].prev = None
+            nodes[-1].next = None
+        return nodes[0] if nodes else None
+
+    def _move_root_to_front(self, index: int, root: _Node) -> None:
+        nodes = self._chain(self.bins[index])
+        if nodes[0] is not root:
+            nodes.remove(root)
+            nodes.insert(0, root)
+            self.bins[index] = self._link(nodes)
+
+    def _treeify(self, index: int) -> None:
+        """TreeNode.treeify: insert the bin's nodes in list order, then move the root first."""
+        root = None
+        for x in self._chain(self.bins[index]):
+            x.left = x.right = None
+            if root is None:
+                x.parent, x.red, root = None, False, x
+                continue
+            p = root
+            while True:
+                d = _direction(x, p)
+                child = p.left if d <= 0 else p.right
+                if child is None:
+                    x.parent = p
+                    if d <= 0:
+                        p.left = x
+                    else:
+                        p.right = x
+                    root = _balance_insertion(root, x)
+                    break
+                p = child
+        self.trees.add(index)
+        self._move_root_to_front(index, root)
+
+    def _root(self, index: int) -> _Node:
+        node = self.bins[index]
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def _put_tree(self, index: int, x: _Node) -> None:
+        """TreeNode.putTreeVal: below its tree parent, and right after it in the list."""
+        root = self._root(index)
+        p = root
+        while True:
+            d = _direction(x, p)
+            child = p.left if d <= 0 else p.right
+            if child is None:
+                xpn = p.next
+                x.next, x.prev, x.parent = xpn, p, p
+                if d <= 0:
+                    p.left = x
+                else:
+                    p.right = x
+                p.next = x
+                if xpn is not None:
+                    xpn.prev = x
+                self._move_root_to_front(index, _balance_insertion(root, x))
+                return
+            p = child
+
+    def resize(self) -> None:
+        """Double the bins, splitting each list in order; a split tree stays a tree only if
+        more than 6 keys remain, retreeified when the other half is not empty."""
+        old, old_trees = self.bins, self.trees
+        self.capacity *= 2
+        self.bins = [None] * self.capacity
+        self.trees = set()
+        half = self.capacity // 2
+        for j, first in enumerate(old):
+            nodes = self._chain(first)
+            lo = [n for n in nodes if not (n.hash & half)]
+            hi = [n for n in nodes if n.hash & half]
+            for index, part, other in ((j, lo, hi), (j + half, hi, lo)):
+                self.bins[index] = self._link(part)
+                if j in old_trees and len(part) > UNTREEIFY_THRESHOLD:
+                    if other:
+                        self._treeify(index)
+                    else:
+                        self.trees.add(index)
+
+    def _treeify_bin(self, index: int) -> None:
+        if self.capacity < MIN_TREEIFY_CAPACITY:
+            self.resize()
+        else:
+            self._treeify(index)
+
+    def insert(self, node: _Node, *, head: bool) -> None:
+        """computeIfAbsent (head=True, resize checked first) or put of a new key."""
+        if head and self.size > self.capacity * 3 // 4:
+            self.resize()
+        index = node.hash & (self.capacity - 1)
+        if index in self.trees:
+            self._put_tree(index, node)
+        else:
+            nodes = self._chain(self.bins[index])
+            count = len(nodes)
+            self.bins[index] = self._link([node, *nodes] if head else [*nodes, node])
+            if count >= TREEIFY_THRESHOLD - (1 if head else 0):
+                self._treeify_bin(index)
+        self.size += 1
+        if not head and self.size > self.capacity * 3 // 4:
+            self.resize()
+
+    def order(self) -> list[int]:
+        return [n.key for first in self.bins for n in self._chain(first)]
+
+
+def _simulate(
+    spread: np.ndarray, ranks: np.ndarray | None, *, head_insert: bool, calls_after_last: bool
+) -> Order:
+    """Insertion by insertion, for maps where some bin reaches the treeify threshold; exact
+    when the keys' compareTo order (`ranks`) is known."""
+    table = _Map()
+    signed = spread.astype(np.uint32).view(np.int32)
+    for key in range(len(spread)):
+        rank = int(ranks[key]) if ranks is not None else 0
+        table.insert(_Node(key, int(signed[key]), rank), head=head_insert)
+    if head_insert and calls_after_last and table.size > table.capacity * 3 // 4:
+        table.resize()
+    exact = ranks is not None or not table.trees
     if not exact:
-        log.debug("a HashMap bin turned into a tree; entry order may differ from Java's")
-    order = [key for chain in bins for key in chain]
-    return Order(np.asarray(order, dtype=np.int64), exact)
+        log.debug("a HashMap bin turned into a tree of keys of unknown order")
+    return Order(np.asarray(table.order(), dtype=np.int64), exact)
 
 
 _C1 = np.uint32(0xCC9E2D51)

@@ -16,7 +16,7 @@ import numpy as np
 from pypaimon.schema.data_types import DataField
 
 from dagster_paimon.errors import InvalidOptionError, UnsupportedLayoutError
-from dagster_paimon.io.fileindex.javamap import iteration_order, string_hash
+from dagster_paimon.io.fileindex.javamap import iteration_order, string_hash, string_ranks
 from dagster_paimon.io.fileindex.values import JavaType, java_type
 from dagster_paimon.options import memory_bytes
 from dagster_paimon.unsupported import file_index_refusal
@@ -56,7 +56,10 @@ class FileIndexPlan:
 def _java_order(keys: Sequence[str], *, head_insert: bool) -> list[str]:
     """Keys of a HashMap<String, ...> filled in this order, as the map iterates them."""
     hashes = np.array([string_hash(k) for k in keys], dtype=np.int64)
-    return [keys[i] for i in iteration_order(hashes, head_insert=head_insert).indices]
+    return [
+        keys[i]
+        for i in iteration_order(hashes, head_insert=head_insert, ranks=string_ranks(keys)).indices
+    ]
 
 
 def _column_hash(name: str) -> int:
