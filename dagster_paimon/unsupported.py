@@ -180,17 +180,26 @@ def _file_index(predicate: Callable[[TableSchema, str, str, str], str | None]) -
 
 def _range_bitmap(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
     """A range-bitmap index."""
-    return f"table option '{key}'={column!r}" if index_type == RANGE_BITMAP else None
+    found = f"file-index range-bitmap: table option '{key}'={column!r}"
+    return found if index_type == RANGE_BITMAP else None
 
 
 def _map_key(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
     """An index of a map column's entry, `column[key]`."""
     nested = "[" in column and column.endswith("]")
-    return f"table option '{key}' names map entry {column!r}" if nested else None
+    return (
+        f"file-index map-entry columns: table option '{key}' names {column!r}" if nested else None
+    )
 
 
 def _unindexable(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
     """A column Java's writer cannot index: missing, empty, or of a type the index lacks."""
+    found = _unindexable_column(schema, key, index_type, column)
+    return f"file-index on columns Java cannot index: {found}" if found else None
+
+
+def _unindexable_column(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
+    """What makes the column unindexable, if anything."""
     if index_type == RANGE_BITMAP or ("[" in column and column.endswith("]")):
         return None
     if index_type not in FILE_INDEX_TYPES:

@@ -12,6 +12,7 @@ it has fewer than 64 bins, else turns into a red-black tree whose list order we 
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass
 
@@ -115,7 +116,7 @@ def iteration_order(
 class _Node:
     """A HashMap node; tree fields are used once its bin is a red-black tree."""
 
-    __slots__ = ("key", "hash", "rank", "next", "prev", "left", "right", "parent", "red")
+    __slots__ = ("hash", "key", "left", "next", "parent", "prev", "rank", "red", "right")
 
     def __init__(self, key: int, hash_: int, rank: int):
         self.key, self.hash, self.rank = key, hash_, rank
@@ -235,7 +236,7 @@ class _Map:
         return out
 
     def _link(self, nodes: list[_Node]) -> _Node | None:
-        for a, b in zip(nodes, nodes[1:], strict=False):
+        for a, b in itertools.pairwise(nodes):
             a.next, b.prev = b, a
         if nodes:
             nodes[0].prev = None
