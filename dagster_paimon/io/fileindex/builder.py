@@ -35,7 +35,7 @@ class IndexWriter(Protocol):
 
 @dataclass(frozen=True)
 class FileIndexResult:
-    """Where the index went: embedded bytes, or the name of the sidecar file to write."""
+    """The index blob: embedded in the manifest, or the bytes of the `.index` sidecar."""
 
     embedded: bytes | None
     sidecar: bytes | None
