@@ -149,6 +149,94 @@ def _foreign_format(schema: TableSchema) -> str | None:
     return None
 
 
+FILE_INDEX_PREFIX = "file-index."
+FILE_INDEX_COLUMNS = ".columns"
+_INTEGRAL = {"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "DATE", "TIME"}
+_TIMESTAMPS = {"TIMESTAMP", "TIMESTAMP_LTZ"}
+_STRINGS = {"CHAR", "VARCHAR", "STRING"}
+FILE_INDEX_TYPES = {
+    # type roots each index takes (FastHash, BitmapTypeVisitor, BSI getValueMapper)
+    "bloom-filter": _INTEGRAL
+    | _TIMESTAMPS
+    | _STRINGS
+    | {"FLOAT", "DOUBLE"}
+    | {"BINARY", "VARBINARY", "BYTES"},
+    "bitmap": _INTEGRAL | _TIMESTAMPS | _STRINGS | {"FLOAT", "DOUBLE", "BOOLEAN"},
+    "bsi": _INTEGRAL | _TIMESTAMPS | {"DECIMAL"},
+}
+RANGE_BITMAP = "range-bitmap"
+BSI_MAX_DECIMAL_PRECISION = 18
+
+
+def file_index_columns(options: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(option key, index type, column as written) of every `file-index.<type>.columns` entry."""
+    found = []
+    for key, value in options.items():
+        if key.startswith(FILE_INDEX_PREFIX) and key.endswith(FILE_INDEX_COLUMNS):
+            index_type = key[len(FILE_INDEX_PREFIX) : -len(FILE_INDEX_COLUMNS)]
+            found += [(key, index_type, n.strip()) for n in str(value).split(",")]
+    return found
+
+
+def _file_index(predicate: Callable[[TableSchema, str, str, str], str | None]) -> Finder:
+    """The first declared file-index column the predicate reports on."""
+
+    def find(schema: TableSchema) -> str | None:
+        for key, index_type, column in file_index_columns(schema.options):
+            if index_type and (found := predicate(schema, key, index_type, column)):
+                return found
+        return None
+
+    return find
+
+
+def _range_bitmap(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
+    """A range-bitmap index."""
+    found = f"file-index range-bitmap: table option '{key}'={column!r}"
+    return found if index_type == RANGE_BITMAP else None
+
+
+def _map_key(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
+    """An index of a map column's entry, `column[key]`."""
+    nested = "[" in column and column.endswith("]")
+    return (
+        f"file-index map-entry columns: table option '{key}' names {column!r}" if nested else None
+    )
+
+
+def _unindexable(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
+    """A column Java's writer cannot index: missing, empty, or of a type the index lacks."""
+    found = _unindexable_column(schema, key, index_type, column)
+    return f"file-index on columns Java cannot index: {found}" if found else None
+
+
+def _unindexable_column(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
+    """What makes the column unindexable, if anything."""
+    if index_type == RANGE_BITMAP or ("[" in column and column.endswith("]")):
+        return None
+    if index_type not in FILE_INDEX_TYPES:
+        return f"table option '{key}' names index type {index_type!r}"
+    fields = {f.name: f for f in schema.fields}
+    if column not in fields:
+        return f"table option '{key}' names column {column!r}, which the table lacks"
+    root = next(_type_roots(fields[column].type))
+    if root not in FILE_INDEX_TYPES[index_type]:
+        return f"table option '{key}' indexes {root} column {column!r}"
+    if root == "DECIMAL" and index_type == "bsi":
+        digits = str(fields[column].type.type).split("(")[1].split(",")[0].strip(" )")
+        if int(digits or 10) > BSI_MAX_DECIMAL_PRECISION:
+            return f"table option '{key}' indexes DECIMAL({digits}) column {column!r}"
+    return None
+
+
+def file_index_refusal(schema: TableSchema) -> str | None:
+    """Why the table's `file-index.*` columns cannot be indexed as Java does, or None."""
+    for find in (_file_index(_range_bitmap), _file_index(_map_key), _file_index(_unindexable)):
+        if found := find(schema):
+            return found
+    return None
+
+
 WRITES = frozenset({COMPACTION, INGEST})
 MODES = (
     Unsupported(
@@ -223,6 +311,36 @@ MODES = (
             _columns(key),
         )
         for key in PK_INDEX_COLUMNS
+    ),
+    Unsupported(
+        "file-index range-bitmap",
+        "1.3",
+        WRITES,
+        "Java builds a range-bitmap index (a chunked dictionary over bit-sliced bitmaps) into "
+        "every data file it writes; we build bloom-filter, bitmap and bsi indexes only, and "
+        "files without it would lose the query skipping Java gave them",
+        "RangeBitmapFileIndex, DataFileIndexWriter",
+        _file_index(_range_bitmap),
+    ),
+    Unsupported(
+        "file-index map-entry columns",
+        "0.9",
+        WRITES,
+        "Java indexes the values of a map column's key, listed as 'column[key]', into every "
+        "data file it writes; we do not index map entries",
+        "FileIndexOptions.topLevelIndexOfNested, DataFileIndexWriter.MapFileIndexMaintainer",
+        _file_index(_map_key),
+    ),
+    Unsupported(
+        "file-index on columns Java cannot index",
+        "0.9",
+        WRITES,
+        "Java's data file writer fails on such a table (an unknown index type, a missing "
+        "column, or a type the index takes no values of: FastHash, BitmapTypeVisitor, the bsi "
+        "value mapper, which we also refuse above 18 decimal digits), so no file of it may "
+        "be written",
+        "FileIndexer.create, DataFileIndexWriter, FileIndexerFactory.validate",
+        _file_index(_unindexable),
     ),
     Unsupported(
         "VARIANT type",

@@ -21,6 +21,7 @@ from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.writer.parquet_writer_options import create_parquet_writer_options
 
 from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
+from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan, sidecar_path
 from dagster_paimon.io.formats import FileWriter, check_writable_format, open_writer
 from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
 from dagster_paimon.io.paths import bucket_file_path, file_extension
@@ -158,6 +159,7 @@ class _OpenFile:
     max_seq: int | None = None
     min_key: list | None = None
     max_key: list | None = None
+    index: FileIndexBuilder | None = None
 
 
 class RollingWriter:
@@ -213,6 +215,8 @@ class RollingWriter:
             else table.options.data_file_prefix("data-")
         )
         self.prefix = f"{prefix}{uuid.uuid4()}-"
+        # Java indexes every data file but changelogs (KeyValueFileWriterFactory)
+        self.file_index = None if changelog else file_index_plan(schema.options, schema.fields)
         self.written: list[DataFileMeta] = []
         self._current: _OpenFile | None = None
         self._pending_paths: list[str] = []
@@ -278,6 +282,9 @@ class RollingWriter:
         f.key_stats.update(batch)
         if f.value_stats is not None:
             f.value_stats.update(batch)
+        if self.file_index is not None:
+            f.index = f.index or FileIndexBuilder(self.file_index)
+            f.index.write(batch)
 
     def _close_current(self) -> None:
         """Finish the open file and record its metadata."""
@@ -288,6 +295,7 @@ class RollingWriter:
         f.writer.close()
         f.stream.close()
         failpoint(DATA_FILE_WRITTEN)
+        embedded_index, extra_files = self._finish_index(f)
         self.written.append(
             DataFileMeta.create(
                 file_name=f.name,
@@ -305,14 +313,28 @@ class RollingWriter:
                 max_sequence_number=f.max_seq,
                 schema_id=self.table.table_schema.id,
                 level=self.level,
-                extra_files=[],
+                extra_files=extra_files,
                 creation_time=Timestamp.now(),
                 delete_row_count=f.deletes,
+                embedded_index=embedded_index,
                 file_source=self.file_source,
                 value_stats_cols=None if self.stats_fields else [],
                 file_path=f.path,
             )
         )
+
+    def _finish_index(self, f: _OpenFile) -> tuple[bytes | None, list[str]]:
+        """The file's index: embedded bytes, or a `.index` file beside it (an extra file)."""
+        if f.index is None:
+            return None, []
+        result = f.index.finish()
+        if result.sidecar is None:
+            return result.embedded, []
+        path = sidecar_path(f.path)
+        self._pending_paths.append(path)
+        with self.table.file_io.new_output_stream(path) as out:
+            out.write(result.sidecar)
+        return None, [path.rsplit("/", 1)[-1]]
 
     def finish(self) -> list[DataFileMeta]:
         """Close the last file; the metadata of every file written, in key order."""

@@ -187,3 +187,18 @@ class PaimonJava:
             elif tag == "seek":
                 sought[int(number)] = parsed
         return rows, sought
+
+    def file_index_tables(self, warehouse: str, specs: list[dict]) -> list[dict]:
+        """Append tables db.<table> written by Paimon's writer with their file indexes, one JVM
+        for all; each data file's name, bucket, embedded index (hex) and extra files (see
+        FileIndexJava.java)."""
+        stdin = "".join(json.dumps(spec) + "\n" for spec in specs)
+        out = self._run("file index writer", "FileIndexJava", "write", warehouse, stdin=stdin)
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+    def file_index_verdicts(self, checks: list[dict]) -> list[list[bool]]:
+        """Whether Paimon's FileIndexPredicate keeps a file, per predicate of each check (an
+        index blob as hex or a path, the file's columns, predicates)."""
+        stdin = "".join(json.dumps(check) + "\n" for check in checks)
+        out = self._run("file index reader", "FileIndexJava", "test", stdin=stdin)
+        return [json.loads(line) for line in out.splitlines() if line.startswith("[")]

@@ -1,0 +1,213 @@
+"""Our data-file indexes are byte for byte the ones Paimon's Java writers (0.9, 1.0) build.
+
+Java's writers of these releases index append-table files (their primary-key writer builds no
+index yet), so one JVM per version writes an append table per case; we index the rows of each
+of its data files (read back with pyarrow, fed in small batches as our writer does) and compare
+with the blob Java embedded in the manifest or wrote beside the file. These releases build
+bloom filters and V1 bitmaps; their bitmap writer ignores `version`, which we read as 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from pypaimon.schema.table_schema import TableSchema
+
+from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan
+
+pytestmark = pytest.mark.slow
+
+NUMBERS = [
+    ["i", "INT"],
+    ["l", "BIGINT"],
+    ["t", "TINYINT"],
+    ["s", "SMALLINT"],
+    ["f", "FLOAT"],
+    ["d", "DOUBLE"],
+    ["dt", "DATE"],
+    ["tm", "TIME"],
+    ["ts3", "TIMESTAMP(3)"],
+    ["ts6", "TIMESTAMP(6)"],
+]
+
+
+def _column(kind: str, rows: int, rng: np.random.Generator, distinct: int) -> list:
+    """JSON values of one column: `distinct` values drawn with repeats, about 1 in 9 null."""
+    pick = rng.integers(0, distinct, rows)
+    if kind in ("INT", "DATE"):
+        values = [int(v) * 7919 - 30_000 for v in pick]
+    elif kind == "TIME":
+        values = [int(v) * 1_000 % 86_400_000 for v in pick]
+    elif kind == "BIGINT":
+        values = [int(v) * 1_000_000_007 - 2**40 for v in pick]
+    elif kind == "TINYINT":
+        values = [int(v) % 256 - 128 for v in pick]
+    elif kind == "SMALLINT":
+        values = [int(v) * 37 % 65536 - 32768 for v in pick]
+    elif kind in ("FLOAT", "DOUBLE"):
+        specials = ["NaN", "-0.0", 0.0, "Infinity", "-Infinity"]
+        values = [specials[v] if v < len(specials) else float(v) / 8 - 3.5 for v in pick]
+    elif kind == "BOOLEAN":
+        values = [bool(v % 2) for v in pick]
+    elif kind.startswith("TIMESTAMP"):
+        micro = kind.endswith("(6)")
+        values = [
+            [int(v) * 3_601_001 - 5_000_000, (int(v) % 997) * 1000 if micro else 0] for v in pick
+        ]
+    elif kind == "BYTES":
+        values = [bytes([v % 256, v // 256, 0, 255] * (v % 11)).hex() for v in pick]
+    else:
+        values = [("k" * (int(v) % 40)) + f"é{v}\u4e2d" if v % 3 else f"v{v}" for v in pick]
+    return [None if rng.random() < 0.11 else v for v in values]
+
+
+def _table(name: str, columns: list, options: dict, rows: int, distinct: int, seed: int) -> dict:
+    """One append table's spec for FileIndexJava: columns, options, generated rows."""
+    rng = np.random.default_rng(seed)
+    data = [_column(kind, rows, rng, distinct) for _, kind in columns]
+    return {
+        "table": name,
+        "columns": columns,
+        "options": {"file.format": "parquet", **options},
+        "rows": [list(r) for r in zip(*data, strict=True)],
+    }
+
+
+def _all(index: str, columns: list) -> dict:
+    """`file-index.<index>.columns` over every column."""
+    return {f"file-index.{index}.columns": ",".join(c for c, _ in columns)}
+
+
+def _v1(columns: list) -> dict:
+    """Bitmap version 1 on every column (what these Java releases write)."""
+    return {f"file-index.bitmap.{c}.version": "1" for c, _ in columns}
+
+
+STRINGS = [["s", "STRING"], ["b", "BYTES"], ["v", "VARCHAR(60)"]]
+# (Java 0.9 and 1.0 fail on BOOLEAN bitmaps: their writer casts the value to Byte)
+BITMAP = [*NUMBERS, ["st", "STRING"]]
+BLOOM_OPTIONS = {"file-index.bloom-filter.i.items": "50", "file-index.bloom-filter.l.fpp": "0.01"}
+CASES = [
+    _table(
+        "bloom_numbers", NUMBERS, {**_all("bloom-filter", NUMBERS), **BLOOM_OPTIONS}, 300, 120, 1
+    ),
+    # more values than the filter was sized for, strings past XXH64's 32-byte stripes
+    _table(
+        "bloom_strings",
+        STRINGS,
+        {
+            **_all("bloom-filter", STRINGS),
+            **{f"file-index.bloom-filter.{c}.items": "20" for c, _ in STRINGS},
+        },
+        500,
+        400,
+        2,
+    ),
+    # small enough to be embedded in the manifest
+    _table(
+        "bloom_embedded",
+        [["i", "INT"]],
+        {"file-index.bloom-filter.columns": "i", "file-index.bloom-filter.i.items": "30"},
+        40,
+        40,
+        3,
+    ),
+    _table(
+        "bloom_all_null",
+        [["i", "INT"], ["n", "BIGINT"]],
+        {"file-index.bloom-filter.columns": "n", "file-index.bloom-filter.n.items": "100"},
+        20,
+        1,
+        4,
+    ),
+    _table("bitmap_mixed", BITMAP, {**_all("bitmap", BITMAP), **_v1(BITMAP)}, 400, 30, 5),
+    # a few thousand distinct values: Java's HashMap grows many times
+    _table(
+        "bitmap_many",
+        [["i", "INT"], ["st", "STRING"], ["l", "BIGINT"]],
+        {
+            **_all("bitmap", [["i", ""], ["st", ""], ["l", ""]]),
+            **_v1([["i", ""], ["st", ""], ["l", ""]]),
+        },
+        20_000,
+        6_000,
+        6,
+    ),
+    _table(
+        "bitmap_threshold",
+        [["i", "INT"]],
+        {
+            "file-index.bitmap.columns": "i",
+            "file-index.bitmap.i.version": "1",
+            "file-index.in-manifest-threshold": "10 kb",
+        },
+        300,
+        5,
+        7,
+    ),
+    # two index types on different columns, and a column nobody indexes
+    _table(
+        "mixed_types",
+        [["a", "INT"], ["b", "STRING"], ["c", "BIGINT"], ["d", "DOUBLE"]],
+        {
+            "file-index.bloom-filter.columns": "a,c",
+            "file-index.bitmap.columns": "b,d",
+            "file-index.bitmap.b.version": "1",
+            "file-index.bitmap.d.version": "1",
+            "file-index.bloom-filter.a.items": "200",
+        },
+        250,
+        60,
+        8,
+    ),
+]
+# a column with a single null row and one that is all null
+ONE_NULL = _table(
+    "bitmap_nulls",
+    [["i", "INT"], ["n", "INT"]],
+    {"file-index.bitmap.columns": "i,n", **_v1([["i", ""], ["n", ""]])},
+    50,
+    10,
+    9,
+)
+for r, row in enumerate(ONE_NULL["rows"]):
+    row[0] = None if r == 17 else r % 10
+    row[1] = None
+CASES.append(ONE_NULL)
+
+
+@pytest.fixture(params=["0.9", "1.0"])
+def java(request):
+    """Paimon's Java writer of each release."""
+    return request.getfixturevalue("paimon_java" if request.param == "0.9" else "paimon_java_1_0")
+
+
+def test_indexes_equal_java(java, tmp_path):
+    """Every case's every data file: our index bytes are Java's, embedded or beside the file."""
+    warehouse = str(tmp_path)
+    files = java.file_index_tables(warehouse, CASES)
+    assert {f["table"] for f in files} == {c["table"] for c in CASES}
+    where = {"embedded": 0, "sidecar": 0}
+    for f in files:
+        root = Path(warehouse) / "db.db" / f["table"]
+        schema = TableSchema.from_json((root / "schema" / "schema-0").read_text())
+        plan = file_index_plan(schema.options, schema.fields)
+        builder = FileIndexBuilder(plan)
+        for batch in pq.read_table(root / f"bucket-{f['bucket']}" / f["file"]).to_batches(
+            max_chunksize=97
+        ):
+            builder.write(batch)
+        ours = builder.finish()
+        if f["embedded"] is not None:
+            where["embedded"] += 1
+            assert f["extra"] == []
+            assert ours.embedded is not None and ours.embedded.hex() == f["embedded"], f["table"]
+        else:
+            where["sidecar"] += 1
+            assert f["extra"] == [f["file"] + ".index"], f["table"]
+            java_bytes = (root / f"bucket-{f['bucket']}" / f["extra"][0]).read_bytes()
+            assert ours.sidecar == java_bytes, f["table"]
+    assert where["embedded"] >= 2 and where["sidecar"] >= 4
