@@ -61,6 +61,12 @@ DELETION_VECTORS_BITMAP64 = "deletion-vectors.bitmap64"
 DELETION_VECTORS_MERGE_ON_READ = "deletion-vectors.merge-on-read"
 CHANGELOG_FILE_PREFIX = "changelog-file.prefix"
 DATA_FILE_THIN_MODE = "data-file.thin-mode"
+METADATA_STATS_MODE = "metadata.stats-mode"
+METADATA_STATS_MODE_PER_LEVEL = "metadata.stats-mode.per.level"
+METADATA_STATS_DENSE_STORE = "metadata.stats-dense-store"
+METADATA_STATS_KEEP_FIRST_N_COLUMNS = "metadata.stats-keep-first-n-columns"
+CHANGELOG_FILE_STATS_MODE = "changelog-file.stats-mode"
+STATS_MODE_SUFFIX = ".stats-mode"
 CHANGELOG_ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 CHANGELOG_ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
 FORCE_LOOKUP = "force-lookup"
@@ -191,6 +197,17 @@ def duration_ms(text: str) -> int:
 def names(text: str) -> list[str]:
     """A comma-separated list of field names."""
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def level_map(text: str) -> dict[int, str]:
+    """A per-level map option ('0:none,1:full', as Java's map options parse) by level."""
+    levels: dict[int, str] = {}
+    for entry in names(text):
+        level, sep, value = entry.partition(":")
+        if not sep or not value.strip():
+            raise ValueError(f"expected LEVEL:VALUE entries, got {entry!r}")
+        levels[int(level.strip())] = value.strip()
+    return levels
 
 
 def flag(options: Mapping[str, str], key: str, fallbacks: Sequence[str] = ()) -> bool:
