@@ -280,3 +280,51 @@ def test_per_level_and_thin_mode(tmp_path):
     assert decoded(file.value_stats.max_values) == [49, None, 147, None]
     assert file.value_stats.null_counts == [0, 10, 0, None]
     assert decoded(file.key_stats.min_values) == [0] and file.key_stats.null_counts == [0]
+
+
+def model() -> dict[int, dict]:
+    """The rows `compacted` leaves: the last commit writing an id wins."""
+    latest: dict[int, dict] = {}
+    for commit in range(3):
+        for row in rows(commit * 10, 30, f"c{commit}").to_pylist():
+            latest[row["id"]] = row
+    return latest
+
+
+MODES = {
+    "default": {},
+    "none": {"metadata.stats-mode": "none"},
+    "counts": {"metadata.stats-mode": "counts"},
+    "full": {"metadata.stats-mode": "full"},
+    "truncate-4": {"metadata.stats-mode": "truncate(4)"},
+    "per-column": {"metadata.stats-mode": "none", "fields.v.stats-mode": "truncate(2)"},
+    "dense": {"metadata.stats-dense-store": "true", "fields.n.stats-mode": "none"},
+    "per-level": {"metadata.stats-mode.per.level": "5:full", "metadata.stats-mode": "none"},
+    "keep-first-1": {"metadata.stats-keep-first-n-columns": "1"},
+}
+
+
+@pytest.mark.parametrize("options", MODES.values(), ids=MODES.keys())
+def test_pypaimon_filters_our_files_by_their_stats_exactly(warehouse, options):
+    # deletion vectors: pypaimon then prunes primary-key files by their value stats
+    compacted(warehouse, **{"deletion-vectors.enabled": "true", **options})
+    table = open_table(warehouse, "db.t")
+    builder = table.new_read_builder().new_predicate_builder()
+    expected = model()
+    cases = [
+        (builder.equal("n", 30), lambda r: r["n"] == 30),
+        (builder.greater_than("v", "c2-xxxx"), lambda r: r["v"] is not None and r["v"] > "c2-xxxx"),
+        (builder.less_than("v", "c1"), lambda r: r["v"] is not None and r["v"] < "c1"),
+        (builder.is_null("v"), lambda r: r["v"] is None),
+        (builder.between("id", 12, 14), lambda r: 12 <= r["id"] <= 14),
+        (builder.equal("n", 10**6), lambda r: False),
+        (builder.greater_than("v", "c2-y"), lambda r: r["v"] is not None and r["v"] > "c2-y"),
+    ]
+    for predicate, matches in cases:
+        read = table.new_read_builder().with_filter(predicate)
+        splits = read.new_scan().plan().splits()
+        got = read.new_read().to_arrow(splits).to_pylist() if splits else []
+        assert sorted(r["id"] for r in got) == sorted(i for i, r in expected.items() if matches(r))
+    pruned = table.new_read_builder().with_filter(builder.equal("n", 10**6))
+    n_has_bounds = options in [MODES[m] for m in ("default", "full", "truncate-4", "per-level")]
+    assert (not pruned.new_scan().plan().splits()) == n_has_bounds
