@@ -379,7 +379,9 @@ class FileStats:
     def __init__(self, layout: StatsLayout, schema: pa.Schema):
         self.layout = layout
 
-        def collectors(names, modes, kinds) -> list[ColumnCollector]:
+        def collectors(
+            names: Sequence[str], modes: Sequence[StatsMode], kinds: Sequence[str]
+        ) -> list[ColumnCollector]:
             return [
                 ColumnCollector(schema.field(n).type, m, k, layout.file_format)
                 for n, m, k in zip(names, modes, kinds, strict=True)
