@@ -15,7 +15,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pypaimon.data.timestamp import Timestamp
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.writer.parquet_writer_options import create_parquet_writer_options
@@ -25,6 +24,7 @@ from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan, sidec
 from dagster_paimon.io.formats import FileWriter, check_writable_format, open_writer
 from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
 from dagster_paimon.io.paths import bucket_file_path, file_extension
+from dagster_paimon.io.stats import FileStats, StatsLayout
 from dagster_paimon.options import (
     CHANGELOG_FILE_PREFIX,
     DATA_FILE_THIN_MODE,
@@ -105,44 +105,6 @@ def write_all(writer: BatchWriter[T], batches: Iterable[pa.RecordBatch]) -> T:
         raise
 
 
-class _Stats:
-    """Running min/max/null counts of some columns, combined batch by batch."""
-
-    def __init__(self, names: list[str], schema: pa.Schema):
-        self.names = names
-        self.comparable = {n: _has_order(schema.field(n).type) for n in names}
-        self.mins: dict[str, object] = dict.fromkeys(names)
-        self.maxs: dict[str, object] = dict.fromkeys(names)
-        self.nulls: dict[str, int] = dict.fromkeys(names, 0)
-
-    def update(self, batch: pa.RecordBatch) -> None:
-        """Fold one batch into the running statistics."""
-        for n in self.names:
-            column = batch.column(n)
-            self.nulls[n] += column.null_count
-            if not self.comparable[n] or column.null_count == len(column):
-                continue
-            bounds = pc.min_max(column)
-            low, high = bounds["min"].as_py(), bounds["max"].as_py()
-            if self.mins[n] is None or low < self.mins[n]:
-                self.mins[n] = low
-            if self.maxs[n] is None or high > self.maxs[n]:
-                self.maxs[n] = high
-
-    def simple_stats(self, fields: list) -> SimpleStats:
-        """As pypaimon's writer records them: GenericRows over Paimon fields, column by column."""
-        return SimpleStats(
-            GenericRow([self.mins[n] for n in self.names], fields),
-            GenericRow([self.maxs[n] for n in self.names], fields),
-            [self.nulls[n] for n in self.names],
-        )
-
-
-def _has_order(arrow_type: pa.DataType) -> bool:
-    """Types pypaimon records min/max for: not nested, not large binary."""
-    return not (pa.types.is_nested(arrow_type) or pa.types.is_large_binary(arrow_type))
-
-
 @dataclass
 class _OpenFile:
     """The output file being written and what its DataFileMeta will need."""
@@ -151,8 +113,7 @@ class _OpenFile:
     path: str
     stream: object
     writer: FileWriter
-    key_stats: _Stats
-    value_stats: _Stats | None
+    stats: FileStats
     rows: int = 0
     deletes: int = 0
     min_seq: int | None = None
@@ -197,7 +158,14 @@ class RollingWriter:
             else self.schema
         )
         self.key_fields = list(table.trimmed_primary_keys_fields)
-        self.stats_fields = list(table.fields) if table.options.metadata_stats_enabled() else []
+        self.stats = StatsLayout.of(
+            schema,
+            self.key_fields,
+            level=level,
+            file_format=self.format,
+            changelog=changelog,
+            thin=self.thin,
+        )
         self.target_size = table.options.target_file_size(True)
         self.compression = write_compression(
             schema.options, level, table.options.file_compression("zstd"), changelog=changelog
@@ -231,15 +199,7 @@ class RollingWriter:
         if str(self.compression).lower() == "zstd":
             options["compression_level"] = self.zstd_level
         writer = open_writer(stream, self.file_schema, self.format, self.compression, options)
-        value_names = [f.name for f in self.stats_fields]
-        return _OpenFile(
-            name,
-            path,
-            stream,
-            writer,
-            _Stats(self.keys, self.schema),
-            _Stats(value_names, self.schema) if value_names else None,
-        )
+        return _OpenFile(name, path, stream, writer, self.stats.collector(self.schema))
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Append rows (sorted by key, continuing the previous batch), rolling at the target size.
@@ -279,9 +239,7 @@ class RollingWriter:
         if f.min_key is None:
             f.min_key = [batch.column(k)[0].as_py() for k in self.keys]
         f.max_key = [batch.column(k)[batch.num_rows - 1].as_py() for k in self.keys]
-        f.key_stats.update(batch)
-        if f.value_stats is not None:
-            f.value_stats.update(batch)
+        f.stats.update(batch)
         if self.file_index is not None:
             f.index = f.index or FileIndexBuilder(self.file_index)
             f.index.write(batch)
@@ -296,6 +254,7 @@ class RollingWriter:
         f.stream.close()
         failpoint(DATA_FILE_WRITTEN)
         embedded_index, extra_files = self._finish_index(f)
+        value_stats, value_stats_cols = f.stats.value_stats()
         self.written.append(
             DataFileMeta.create(
                 file_name=f.name,
@@ -303,12 +262,8 @@ class RollingWriter:
                 row_count=f.rows,
                 min_key=GenericRow(f.min_key, self.key_fields),
                 max_key=GenericRow(f.max_key, self.key_fields),
-                key_stats=f.key_stats.simple_stats(self.key_fields),
-                value_stats=(
-                    f.value_stats.simple_stats(self.stats_fields)
-                    if f.value_stats is not None
-                    else SimpleStats.empty_stats()
-                ),
+                key_stats=f.stats.key_stats(),
+                value_stats=value_stats,
                 min_sequence_number=f.min_seq,
                 max_sequence_number=f.max_seq,
                 schema_id=self.table.table_schema.id,
@@ -318,7 +273,7 @@ class RollingWriter:
                 delete_row_count=f.deletes,
                 embedded_index=embedded_index,
                 file_source=self.file_source,
-                value_stats_cols=None if self.stats_fields else [],
+                value_stats_cols=value_stats_cols,
                 file_path=f.path,
             )
         )
