@@ -163,9 +163,12 @@ FILE_INDEX_TYPES = {
     | {"BINARY", "VARBINARY", "BYTES"},
     "bitmap": _INTEGRAL | _TIMESTAMPS | _STRINGS | {"FLOAT", "DOUBLE", "BOOLEAN"},
     "bsi": _INTEGRAL | _TIMESTAMPS | {"DECIMAL"},
+    # RangeBitmap's KeyFactory.create
+    "range-bitmap": _INTEGRAL | _TIMESTAMPS | _STRINGS | {"FLOAT", "DOUBLE", "BOOLEAN", "DECIMAL"},
 }
-RANGE_BITMAP = "range-bitmap"
-BSI_MAX_DECIMAL_PRECISION = 18
+MAX_DECIMAL_PRECISION = {"bsi": 18, "range-bitmap": 18}
+MAX_TIMESTAMP_PRECISION = {"range-bitmap": 6}
+DEFAULT_TIMESTAMP_PRECISION = 6
 
 
 def file_index_columns(options: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -190,12 +193,6 @@ def _file_index(predicate: Callable[[TableSchema, str, str, str], str | None]) -
     return find
 
 
-def _range_bitmap(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
-    """A range-bitmap index."""
-    found = f"file-index range-bitmap: table option '{key}'={column!r}"
-    return found if index_type == RANGE_BITMAP else None
-
-
 def _map_key(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
     """An index of a map column's entry, `column[key]`."""
     nested = "[" in column and column.endswith("]")
@@ -212,7 +209,7 @@ def _unindexable(schema: TableSchema, key: str, index_type: str, column: str) ->
 
 def _unindexable_column(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
     """What makes the column unindexable, if anything."""
-    if index_type == RANGE_BITMAP or ("[" in column and column.endswith("]")):
+    if "[" in column and column.endswith("]"):
         return None
     if index_type not in FILE_INDEX_TYPES:
         return f"table option '{key}' names index type {index_type!r}"
@@ -222,16 +219,21 @@ def _unindexable_column(schema: TableSchema, key: str, index_type: str, column: 
     root = next(_type_roots(fields[column].type))
     if root not in FILE_INDEX_TYPES[index_type]:
         return f"table option '{key}' indexes {root} column {column!r}"
-    if root == "DECIMAL" and index_type == "bsi":
-        digits = str(fields[column].type.type).split("(")[1].split(",")[0].strip(" )")
-        if int(digits or 10) > BSI_MAX_DECIMAL_PRECISION:
+    text = str(fields[column].type.type)
+    if root == "DECIMAL" and index_type in MAX_DECIMAL_PRECISION:
+        digits = text.split("(")[1].split(",")[0].strip(" )") if "(" in text else "10"
+        if int(digits or 10) > MAX_DECIMAL_PRECISION[index_type]:
             return f"table option '{key}' indexes DECIMAL({digits}) column {column!r}"
+    if root in _TIMESTAMPS and index_type in MAX_TIMESTAMP_PRECISION:
+        digits = text.split("(")[1].split(")")[0] if "(" in text else DEFAULT_TIMESTAMP_PRECISION
+        if int(digits) > MAX_TIMESTAMP_PRECISION[index_type]:
+            return f"table option '{key}' indexes {root}({digits}) column {column!r}"
     return None
 
 
 def file_index_refusal(schema: TableSchema) -> str | None:
     """Why the table's `file-index.*` columns cannot be indexed as Java does, or None."""
-    for find in (_file_index(_range_bitmap), _file_index(_map_key), _file_index(_unindexable)):
+    for find in (_file_index(_map_key), _file_index(_unindexable)):
         if found := find(schema):
             return found
     return None
@@ -313,16 +315,6 @@ MODES = (
         for key in PK_INDEX_COLUMNS
     ),
     Unsupported(
-        "file-index range-bitmap",
-        "1.3",
-        WRITES,
-        "Java builds a range-bitmap index (a chunked dictionary over bit-sliced bitmaps) into "
-        "every data file it writes; we build bloom-filter, bitmap and bsi indexes only, and "
-        "files without it would lose the query skipping Java gave them",
-        "RangeBitmapFileIndex, DataFileIndexWriter",
-        _file_index(_range_bitmap),
-    ),
-    Unsupported(
         "file-index map-entry columns",
         "0.9",
         WRITES,
@@ -337,8 +329,9 @@ MODES = (
         WRITES,
         "Java's data file writer fails on such a table (an unknown index type, a missing "
         "column, or a type the index takes no values of: FastHash, BitmapTypeVisitor, the bsi "
-        "value mapper, which we also refuse above 18 decimal digits), so no file of it may "
-        "be written",
+        "value mapper, which we also refuse above 18 decimal digits, RangeBitmap's KeyFactory, "
+        "which refuses decimals above 18 digits and timestamps above precision 6), so no file "
+        "of it may be written",
         "FileIndexer.create, DataFileIndexWriter, FileIndexerFactory.validate",
         _file_index(_unindexable),
     ),

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from dagster_paimon.io.fileindex import bitmap, bloom, bsi
+from dagster_paimon.io.fileindex import bitmap, bloom, bsi, rangebitmap
 from dagster_paimon.io.fileindex.format import serialize
 from dagster_paimon.io.fileindex.options import FileIndexPlan, IndexSpec
 from dagster_paimon.options import memory_bytes
@@ -58,6 +58,11 @@ def _writer(spec: IndexSpec) -> IndexWriter:
         )
     if spec.index_type == bsi.BSI:
         return bsi.BsiWriter(spec.jtype)
+    if spec.index_type == rangebitmap.RANGE_BITMAP:
+        chunk = spec.options.get(rangebitmap.CHUNK_SIZE)
+        return rangebitmap.RangeBitmapWriter(
+            spec.jtype, memory_bytes(chunk) if chunk is not None else None
+        )
     raise ValueError(f"file index type {spec.index_type!r} is not implemented")
 
 

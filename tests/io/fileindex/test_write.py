@@ -125,7 +125,6 @@ def test_orphan_removal_keeps_live_sidecars_and_reclaims_dead_ones(warehouse):
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"file-index.range-bitmap.columns": "amount"}, "range-bitmap"),
         ({"file-index.bloom-filter.columns": "m[k]"}, "map-entry"),
         ({"file-index.bitmap.columns": "nope"}, "lacks"),
         ({"file-index.bloom-filter.columns": "op", "file-index.bsi.columns": "name"}, "bsi"),
