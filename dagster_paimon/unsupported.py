@@ -163,9 +163,12 @@ FILE_INDEX_TYPES = {
     | {"BINARY", "VARBINARY", "BYTES"},
     "bitmap": _INTEGRAL | _TIMESTAMPS | _STRINGS | {"FLOAT", "DOUBLE", "BOOLEAN"},
     "bsi": _INTEGRAL | _TIMESTAMPS | {"DECIMAL"},
+    # RangeBitmap's KeyFactory.create
+    "range-bitmap": _INTEGRAL | _TIMESTAMPS | _STRINGS | {"FLOAT", "DOUBLE", "BOOLEAN", "DECIMAL"},
 }
-RANGE_BITMAP = "range-bitmap"
-BSI_MAX_DECIMAL_PRECISION = 18
+MAX_DECIMAL_PRECISION = {"bsi": 18, "range-bitmap": 18}
+MAX_TIMESTAMP_PRECISION = {"range-bitmap": 6}
+DEFAULT_TIMESTAMP_PRECISION = 6
 
 
 def file_index_columns(options: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -190,20 +193,6 @@ def _file_index(predicate: Callable[[TableSchema, str, str, str], str | None]) -
     return find
 
 
-def _range_bitmap(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
-    """A range-bitmap index."""
-    found = f"file-index range-bitmap: table option '{key}'={column!r}"
-    return found if index_type == RANGE_BITMAP else None
-
-
-def _map_key(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
-    """An index of a map column's entry, `column[key]`."""
-    nested = "[" in column and column.endswith("]")
-    return (
-        f"file-index map-entry columns: table option '{key}' names {column!r}" if nested else None
-    )
-
-
 def _unindexable(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
     """A column Java's writer cannot index: missing, empty, or of a type the index lacks."""
     found = _unindexable_column(schema, key, index_type, column)
@@ -211,30 +200,42 @@ def _unindexable(schema: TableSchema, key: str, index_type: str, column: str) ->
 
 
 def _unindexable_column(schema: TableSchema, key: str, index_type: str, column: str) -> str | None:
-    """What makes the column unindexable, if anything."""
-    if index_type == RANGE_BITMAP or ("[" in column and column.endswith("]")):
-        return None
+    """What makes the column (or map key `column[key]`) unindexable, if anything."""
     if index_type not in FILE_INDEX_TYPES:
         return f"table option '{key}' names index type {index_type!r}"
     fields = {f.name: f for f in schema.fields}
-    if column not in fields:
-        return f"table option '{key}' names column {column!r}, which the table lacks"
-    root = next(_type_roots(fields[column].type))
+    start = column.find("[")
+    name = column[:start] if start != -1 and column.endswith("]") else column
+    if name not in fields:
+        return f"table option '{key}' names column {name!r}, which the table lacks"
+    data_type = fields[name].type
+    if name != column:
+        # DataFileIndexWriter.MapFileIndexMaintainer: a MAP column with CHAR/VARCHAR keys
+        if not isinstance(data_type, MapType):
+            return f"table option '{key}' names {column!r}, but {name!r} is not a MAP column"
+        if next(_type_roots(data_type.key)) not in _STRINGS:
+            return f"table option '{key}' names {column!r}, a map without string keys"
+        data_type = data_type.value
+    if not isinstance(data_type, AtomicType):
+        return f"table option '{key}' indexes {type(data_type).__name__} values of {column!r}"
+    root = next(_type_roots(data_type))
     if root not in FILE_INDEX_TYPES[index_type]:
         return f"table option '{key}' indexes {root} column {column!r}"
-    if root == "DECIMAL" and index_type == "bsi":
-        digits = str(fields[column].type.type).split("(")[1].split(",")[0].strip(" )")
-        if int(digits or 10) > BSI_MAX_DECIMAL_PRECISION:
+    text = str(data_type.type)
+    if root == "DECIMAL" and index_type in MAX_DECIMAL_PRECISION:
+        digits = text.split("(")[1].split(",")[0].strip(" )") if "(" in text else "10"
+        if int(digits or 10) > MAX_DECIMAL_PRECISION[index_type]:
             return f"table option '{key}' indexes DECIMAL({digits}) column {column!r}"
+    if root in _TIMESTAMPS and index_type in MAX_TIMESTAMP_PRECISION:
+        digits = text.split("(")[1].split(")")[0] if "(" in text else DEFAULT_TIMESTAMP_PRECISION
+        if int(digits) > MAX_TIMESTAMP_PRECISION[index_type]:
+            return f"table option '{key}' indexes {root}({digits}) column {column!r}"
     return None
 
 
 def file_index_refusal(schema: TableSchema) -> str | None:
     """Why the table's `file-index.*` columns cannot be indexed as Java does, or None."""
-    for find in (_file_index(_range_bitmap), _file_index(_map_key), _file_index(_unindexable)):
-        if found := find(schema):
-            return found
-    return None
+    return _file_index(_unindexable)(schema)
 
 
 WRITES = frozenset({COMPACTION, INGEST})
@@ -313,33 +314,16 @@ MODES = (
         for key in PK_INDEX_COLUMNS
     ),
     Unsupported(
-        "file-index range-bitmap",
-        "1.3",
-        WRITES,
-        "Java builds a range-bitmap index (a chunked dictionary over bit-sliced bitmaps) into "
-        "every data file it writes; we build bloom-filter, bitmap and bsi indexes only, and "
-        "files without it would lose the query skipping Java gave them",
-        "RangeBitmapFileIndex, DataFileIndexWriter",
-        _file_index(_range_bitmap),
-    ),
-    Unsupported(
-        "file-index map-entry columns",
-        "0.9",
-        WRITES,
-        "Java indexes the values of a map column's key, listed as 'column[key]', into every "
-        "data file it writes; we do not index map entries",
-        "FileIndexOptions.topLevelIndexOfNested, DataFileIndexWriter.MapFileIndexMaintainer",
-        _file_index(_map_key),
-    ),
-    Unsupported(
         "file-index on columns Java cannot index",
         "0.9",
         WRITES,
         "Java's data file writer fails on such a table (an unknown index type, a missing "
         "column, or a type the index takes no values of: FastHash, BitmapTypeVisitor, the bsi "
-        "value mapper, which we also refuse above 18 decimal digits), so no file of it may "
-        "be written",
-        "FileIndexer.create, DataFileIndexWriter, FileIndexerFactory.validate",
+        "value mapper, which we also refuse above 18 decimal digits, RangeBitmap's KeyFactory, "
+        "which refuses decimals above 18 digits and timestamps above precision 6; a map key of "
+        "a column that is no MAP or has no string keys), so no file of it may be written",
+        "FileIndexer.create, DataFileIndexWriter(.MapFileIndexMaintainer), "
+        "FileIndexerFactory.validate",
         _file_index(_unindexable),
     ),
     Unsupported(

@@ -96,8 +96,6 @@ TABLES: dict[str, Callable] = {
     "BLOB type": _column("image", AtomicType("BLOB")),
     "VECTOR type": _column("embedding", VectorType(True, AtomicType("FLOAT"), 4)),
     "lance / vortex / mosaic file format": _options(**{"file.format": "lance"}),
-    "file-index range-bitmap": _options(**{"file-index.range-bitmap.columns": "v"}),
-    "file-index map-entry columns": _options(**{"file-index.bloom-filter.columns": "m[k]"}),
     "file-index on columns Java cannot index": _options(**{"file-index.bsi.columns": "v"}),
 }
 

@@ -4,6 +4,7 @@ import org.apache.paimon.catalog.CatalogFactory;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.GenericMap;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.fileindex.FileIndexPredicate;
@@ -25,7 +26,9 @@ import org.apache.paimon.table.source.Split;
 import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DataTypeJsonParser;
+import org.apache.paimon.types.DataTypes;
 import org.apache.paimon.types.DecimalType;
+import org.apache.paimon.types.MapType;
 import org.apache.paimon.types.RowType;
 
 import java.io.BufferedReader;
@@ -52,7 +55,7 @@ import java.util.Map;
  *
  * <p>Values: numbers and strings as JSON; FLOAT/DOUBLE also "NaN", "Infinity", "-0.0"; DATE days,
  * TIME millis of day; TIMESTAMP [epoch millis, nanos of milli]; DECIMAL the unscaled long;
- * BINARY/VARBINARY hex.
+ * BINARY/VARBINARY hex; MAP&lt;K, V&gt; a list of [key, value] pairs.
  */
 public class FileIndexJava {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -85,13 +88,20 @@ public class FileIndexJava {
         List<DataField> fields = new ArrayList<>();
         int id = 0;
         for (JsonNode column : columns) {
-            fields.add(
-                    new DataField(
-                            id++,
-                            column.get(0).asText(),
-                            DataTypeJsonParser.parseAtomicTypeSQLString(column.get(1).asText())));
+            fields.add(new DataField(id++, column.get(0).asText(), type(column.get(1).asText())));
         }
         return new RowType(fields);
+    }
+
+    /** An atomic SQL type, or MAP<K, V> of two. */
+    private static DataType type(String text) {
+        if (text.startsWith("MAP<") && text.endsWith(">")) {
+            String inner = text.substring(4, text.length() - 1);
+            int comma = inner.indexOf(',');
+            return DataTypes.MAP(
+                    type(inner.substring(0, comma).trim()), type(inner.substring(comma + 1).trim()));
+        }
+        return DataTypeJsonParser.parseAtomicTypeSQLString(text);
     }
 
     private static void write(Catalog catalog, JsonNode spec) throws Exception {
@@ -163,6 +173,15 @@ public class FileIndexJava {
             case BINARY:
             case VARBINARY:
                 return HexFormat.of().parseHex(value.asText());
+            case MAP:
+                MapType map = (MapType) type;
+                Map<Object, Object> entries = new LinkedHashMap<>();
+                for (JsonNode entry : value) {
+                    entries.put(
+                            value(map.getKeyType(), entry.get(0)),
+                            value(map.getValueType(), entry.get(1)));
+                }
+                return new GenericMap(entries);
             default:
                 return BinaryString.fromString(value.asText());
         }

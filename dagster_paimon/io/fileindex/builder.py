@@ -1,7 +1,8 @@
 """The index blob of one data file, fed the file's rows batch by batch (DataFileIndexWriter).
 
 Every row the file holds is indexed in file order, deletes included, over the value columns
-(the table's own columns; a primary-key file's _KEY_ and system columns are not indexed).
+(the table's own columns; a primary-key file's _KEY_ and system columns are not indexed); a map
+key's index takes the records mapentry derives from its map column.
 A blob larger than the in-manifest threshold goes beside the data file as `<file>.index`;
 smaller ones are embedded in the file's manifest entry.
 """
@@ -13,8 +14,9 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from dagster_paimon.io.fileindex import bitmap, bloom, bsi
+from dagster_paimon.io.fileindex import bitmap, bloom, bsi, rangebitmap
 from dagster_paimon.io.fileindex.format import serialize
+from dagster_paimon.io.fileindex.mapentry import entry_values
 from dagster_paimon.io.fileindex.options import FileIndexPlan, IndexSpec
 from dagster_paimon.options import memory_bytes
 
@@ -58,6 +60,11 @@ def _writer(spec: IndexSpec) -> IndexWriter:
         )
     if spec.index_type == bsi.BSI:
         return bsi.BsiWriter(spec.jtype)
+    if spec.index_type == rangebitmap.RANGE_BITMAP:
+        chunk = spec.options.get(rangebitmap.CHUNK_SIZE)
+        return rangebitmap.RangeBitmapWriter(
+            spec.jtype, memory_bytes(chunk) if chunk is not None else None
+        )
     raise ValueError(f"file index type {spec.index_type!r} is not implemented")
 
 
@@ -71,11 +78,12 @@ class FileIndexBuilder:
     def write(self, batch: pa.RecordBatch) -> None:
         """Index the file's next rows (a batch holding the value columns by name)."""
         for spec, writer in self.writers:
-            writer.write(batch.column(spec.column))
+            column = batch.column(spec.column)
+            writer.write(column if spec.map_key is None else entry_values(column, spec.map_key))
 
     def finish(self) -> FileIndexResult:
         """The blob, embedded when at most the threshold, else for a sidecar file."""
-        blob = serialize([(s.column, s.index_type, w.serialized()) for s, w in self.writers])
+        blob = serialize([(s.name, s.index_type, w.serialized()) for s, w in self.writers])
         if len(blob) > self.plan.in_manifest_threshold:
             return FileIndexResult(None, blob)
         return FileIndexResult(blob, None)

@@ -17,6 +17,7 @@ from pypaimon.schema.data_types import DataField
 
 from dagster_paimon.errors import InvalidOptionError, UnsupportedLayoutError
 from dagster_paimon.io.fileindex.javamap import iteration_order, string_hash, string_ranks
+from dagster_paimon.io.fileindex.mapentry import entry_name, nested_column
 from dagster_paimon.io.fileindex.values import JavaType, java_type
 from dagster_paimon.options import memory_bytes
 from dagster_paimon.unsupported import file_index_refusal
@@ -25,6 +26,7 @@ PREFIX = "file-index."
 COLUMNS_SUFFIX = ".columns"
 IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
 DEFAULT_IN_MANIFEST_THRESHOLD = 500
+Column = tuple[str, str | None]  # FileIndexOptions.Column: name, and map key if any
 
 
 @dataclass(frozen=True)
@@ -37,12 +39,19 @@ class TableSchemaView:
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """One index of one column: its type, its options, the column's Java type."""
+    """One index of one column (or of one key of a map column): its type, its options, the
+    Java type of the values indexed."""
 
     column: str
     index_type: str
     jtype: JavaType
     options: dict[str, str] = field(default_factory=dict)
+    map_key: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The column as the index blob names it: `column`, or `column[key]` for a map key."""
+        return self.column if self.map_key is None else entry_name(self.column, self.map_key)
 
 
 @dataclass(frozen=True)
@@ -62,13 +71,45 @@ def _java_order(keys: Sequence[str], *, head_insert: bool) -> list[str]:
     ]
 
 
-def _column_hash(name: str) -> int:
-    """FileIndexOptions.Column.hashCode of a top-level column: Arrays.hashCode of (name, null,
-    false)."""
+def _column_hash(column: Column) -> int:
+    """FileIndexOptions.Column.hashCode: Arrays.hashCode of (name, map key or null, whether a
+    map key)."""
+    name, key = column
     h = (31 + string_hash(name)) & 0xFFFFFFFF
-    h = (h * 31) & 0xFFFFFFFF
-    h = (h * 31 + 1237) & 0xFFFFFFFF
+    h = (h * 31 + (string_hash(key) if key is not None else 0)) & 0xFFFFFFFF
+    h = (h * 31 + (1237 if key is None else 1231)) & 0xFFFFFFFF
     return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _add(types: list[str], index_type: str) -> None:
+    """computeIfAbsent of an index type in a column's HashMap of types."""
+    if index_type not in types:
+        types.append(index_type)
+
+
+def _settings(
+    options: Mapping[str, str], columns: dict[Column, list[str]], map_columns: dict[str, list[str]]
+) -> dict[tuple[Column, str], dict[str, str]]:
+    """`file-index.<type>.<column>.<option>` of each declared (column, type); `<column>` may be a
+    map key `m[k]`, or a map column `m` whose keys are declared, for options of all its keys."""
+    settings: dict[tuple[Column, str], dict[str, str]] = {}
+    for key, value in options.items():
+        if not key.startswith(PREFIX) or key.endswith(COLUMNS_SUFFIX):
+            continue
+        parts = key[len(PREFIX) :].split(".")
+        if len(parts) != 3:
+            continue
+        index_type, name, option = parts
+        column = nested_column(name)
+        if index_type not in columns.get(column, []):
+            if index_type not in map_columns.get(name, []):
+                raise InvalidOptionError(
+                    f"Wrong file index option '{key}': column '{name}' is not declared in "
+                    f"'{PREFIX}{index_type}{COLUMNS_SUFFIX}'"
+                )
+            column = (name, None)
+        settings.setdefault((column, index_type), {})[option] = str(value)
+    return settings
 
 
 def declared(options: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -102,15 +143,17 @@ def file_index_plan(
         )
     by_name = {f.name: f for f in fields}
     # FileIndexOptions: HashMap<Column, HashMap<type, Options>>, filled by computeIfAbsent while
-    # iterating the table's option HashMap.
+    # iterating the table's option HashMap; a map key also declares its map column's options.
     option_keys = _java_order(list(options), head_insert=False)
-    columns: dict[str, list[str]] = {}
+    columns: dict[Column, list[str]] = {}
+    map_columns: dict[str, list[str]] = {}
     for key in option_keys:
         if key.startswith(PREFIX) and key.endswith(COLUMNS_SUFFIX):
             for name, index_type in declared({key: options[key]}):
-                types = columns.setdefault(name, [])
-                if index_type not in types:
-                    types.append(index_type)
+                column = nested_column(name)
+                _add(columns.setdefault(column, []), index_type)
+                if column[1] is not None:
+                    _add(map_columns.setdefault(column[0], []), index_type)
     if not columns:
         return None
     names = list(columns)
@@ -120,38 +163,41 @@ def file_index_plan(
             np.array([_column_hash(n) for n in names], dtype=np.int64), head_insert=True
         ).indices
     ]
-    settings: dict[tuple[str, str], dict[str, str]] = {}
-    for key, value in options.items():
-        if not key.startswith(PREFIX) or key.endswith(COLUMNS_SUFFIX):
-            continue
-        parts = key[len(PREFIX) :].split(".")
-        if len(parts) != 3:
-            continue
-        index_type, name, option = parts
-        if index_type not in columns.get(name, []):
-            raise InvalidOptionError(
-                f"Wrong file index option '{key}': column '{name}' is not declared in "
-                f"'{PREFIX}{index_type}{COLUMNS_SUFFIX}'"
-            )
-        settings.setdefault((name, index_type), {})[option] = str(value)
+    settings = _settings(options, columns, map_columns)
     # DataFileIndexWriter: HashMap<type, HashMap<column, maintainer>> filled while iterating
-    # the columns (and each column's types, a computeIfAbsent HashMap).
+    # the columns (and each column's types, a computeIfAbsent HashMap); a map column has one
+    # maintainer per type, holding a HashMap of its keys' writers.
     maintainers: dict[str, list[str]] = {}
-    for name in column_order:
-        for index_type in _java_order(columns[name], head_insert=True):
-            maintainers.setdefault(index_type, []).append(name)
+    map_keys: dict[tuple[str, str], list[str]] = {}
+    for column in column_order:
+        name, map_key = column
+        for index_type in _java_order(columns[column], head_insert=True):
+            held = maintainers.setdefault(index_type, [])
+            if name not in held:
+                held.append(name)
+            if map_key is not None:
+                map_keys.setdefault((index_type, name), []).append(map_key)
     type_order = _java_order(list(maintainers), head_insert=True)
     specs = []
     for index_type in type_order:
         for name in _java_order(maintainers[index_type], head_insert=False):
-            specs.append(
-                IndexSpec(
-                    name,
-                    index_type,
-                    java_type(by_name[name].type),
-                    settings.get((name, index_type), {}),
-                )
-            )
+            if (index_type, name) not in map_keys:
+                jtype = java_type(by_name[name].type)
+                own = settings.get(((name, None), index_type), {})
+                specs.append(IndexSpec(name, index_type, jtype, own))
+                continue
+            # serializedBytes: a HashMap of `name[key]`, filled walking the writers' HashMap
+            keys = _java_order(map_keys[(index_type, name)], head_insert=False)
+            entries = [entry_name(name, k) for k in keys]
+            jtype = java_type(by_name[name].type.value)
+            shared = settings.get(((name, None), index_type), {})
+            for i in iteration_order(
+                np.array([string_hash(e) for e in entries], dtype=np.int64),
+                head_insert=False,
+                ranks=string_ranks(entries),
+            ).indices:
+                own = {**shared, **settings.get(((name, keys[i]), index_type), {})}
+                specs.append(IndexSpec(name, index_type, jtype, own, keys[i]))
     threshold = options.get(IN_MANIFEST_THRESHOLD)
     return FileIndexPlan(
         tuple(specs),

@@ -4,7 +4,8 @@ Java's writers of these releases index append-table files (their primary-key wri
 index yet), so one JVM per version writes an append table per case; we index the rows of each
 of its data files (read back with pyarrow, fed in small batches as our writer does) and compare
 with the blob Java embedded in the manifest or wrote beside the file. These releases build
-bloom filters and V1 bitmaps; their bitmap writer ignores `version`, which we read as 1.
+bloom filters and V1 bitmaps, of columns and of map keys (`m[k]`); their bitmap writer ignores
+`version`, which we read as 1.
 """
 
 from __future__ import annotations
@@ -164,6 +165,46 @@ CASES = [
         8,
     ),
 ]
+# indexes of map keys: the map column's options, then each key's own (one index type per map:
+# 0.9 and 1.0 keep one maintainer per column name)
+MAP_KEYS = ["a", "b", "c", "zz", "é"]
+
+
+def _maps(rows: int, seed: int, value) -> list:
+    """Map values: a few of MAP_KEYS each, some maps empty, about 1 in 9 null."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(rows):
+        keys = rng.permutation(MAP_KEYS)[: int(rng.integers(0, len(MAP_KEYS) + 1))]
+        entry = [[str(k), value(rng)] for k in keys]
+        out.append(None if rng.random() < 0.11 else entry)
+    return out
+
+
+for name, value_type, options, value in (
+    (
+        "map_bloom",
+        "INT",
+        {
+            "file-index.bloom-filter.columns": "m[a],m[b],m[zz],m[é]",
+            "file-index.bloom-filter.m.items": "40",
+            "file-index.bloom-filter.m[b].items": "300",
+        },
+        lambda rng: None if rng.random() < 0.1 else int(rng.integers(-50, 50)),
+    ),
+    (
+        "map_bitmap",
+        "STRING",
+        {"file-index.bitmap.columns": "m[a],m[c]", "file-index.bitmap.m.version": "1"},
+        lambda rng: f"v{int(rng.integers(0, 12))}",
+    ),
+):
+    spec = _table(name, [["i", "INT"]], options, 300, 50, 11)
+    spec["columns"].append(["m", f"MAP<STRING, {value_type}>"])
+    for row, entry in zip(spec["rows"], _maps(300, 12, value), strict=True):
+        row.append(entry)
+    CASES.append(spec)
+
 # a column with a single null row and one that is all null
 ONE_NULL = _table(
     "bitmap_nulls",
