@@ -15,7 +15,8 @@ FileStoreCommitImpl and KeyValueFileStoreWrite fall back to scanning when our sn
 `sequence.generation.max-sequence-number` property), `overwrite-upgrade`, `target-file-row-num`,
 `compaction.skip-expired-partitions`, `manifest-sort.*`, `postpone.batch-write-fixed-bucket`.
 Metadata stats modes, file indexes, external paths and `bucket-function.type` are handled where
-their files are written.
+their files are written (external paths in io/external.py, which refuses with InvalidOptionError
+a root we cannot reach; an unknown strategy is here).
 """
 
 from __future__ import annotations
@@ -35,7 +36,15 @@ from pypaimon.schema.data_types import (
 from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.errors import UnsupportedLayoutError
-from dagster_paimon.options import FILE_FORMAT, file_format, flag, names, read_option
+from dagster_paimon.options import (
+    DATA_FILE_EXTERNAL_PATHS_STRATEGY,
+    EXTERNAL_PATH_STRATEGIES,
+    FILE_FORMAT,
+    file_format,
+    flag,
+    names,
+    read_option,
+)
 
 COMPACTION = "compaction"
 INGEST = "ingest"
@@ -135,6 +144,15 @@ def _foreign_format(schema: TableSchema) -> str | None:
         if level.rsplit(":", 1)[-1].strip().lower() in FOREIGN_FORMATS:
             return f"table option '{FILE_FORMAT_PER_LEVEL}' level {level!r}"
     return None
+
+
+def _unknown_external_strategy(schema: TableSchema) -> str | None:
+    """A `data-file.external-paths.strategy` release-2.0.0 does not know (Java matches the
+    values without case)."""
+    value = schema.options.get(DATA_FILE_EXTERNAL_PATHS_STRATEGY)
+    if value is None or str(value).strip().lower() in EXTERNAL_PATH_STRATEGIES:
+        return None
+    return f"table option '{DATA_FILE_EXTERNAL_PATHS_STRATEGY}'={value!r}"
 
 
 WRITES = frozenset({COMPACTION, INGEST})
@@ -247,6 +265,16 @@ MODES = (
         "we read and write parquet, orc and avro data files only",
         "LanceFileFormatFactory, VortexFileFormatFactory, MosaicFileFormatFactory",
         _foreign_format,
+    ),
+    Unsupported(
+        "unknown external path strategy",
+        "after 2.0.0",
+        frozenset(OPERATIONS),
+        "Java places new data files under 'data-file.external-paths' by this strategy and "
+        "lists the roots when removing orphans; release-2.0.0 knows none, specific-fs, "
+        "round-robin, entropy-inject and weight-robin, and we would place files elsewhere",
+        "CoreOptions.ExternalPathStrategy, FileStorePathFactory.createExternalPathProvider",
+        _unknown_external_strategy,
     ),
 )
 
