@@ -157,22 +157,23 @@ def _external_bucket_dirs(meta: TableMetadata, directory: str, prefixes: tuple[s
 def _external_bucket_files(
     meta: TableMetadata, layout: ExternalLayout, directory: str, depth: int = 0
 ) -> list[FileStatus]:
-    """The table's files in an external bucket directory and its entropy-inject hash
-    directories (`1001/1111/0010/10010010/`)."""
+    """The table's files in an external bucket directory and at the bottom of its
+    entropy-inject hash directories (`1001/1111/0010/10010010/`), where Java puts them."""
     found: list[FileStatus] = []
     for s in meta.files.list_dir(directory):
         if not s.is_dir:
-            if s.name.startswith(layout.file_prefixes):
+            if depth in (0, len(ENTROPY_DIR_NAMES)) and s.name.startswith(layout.file_prefixes):
                 found.append(s)
         elif depth < len(ENTROPY_DIR_NAMES) and re.fullmatch(ENTROPY_DIR_NAMES[depth], s.name):
             found += _external_bucket_files(meta, layout, s.path, depth + 1)
     return found
 
 
-def _external_files(meta: TableMetadata) -> tuple[list[FileStatus], int]:
+def _external_files(
+    meta: TableMetadata, layout: ExternalLayout | None
+) -> tuple[list[FileStatus], int]:
     """Files under the table's external data roots (data-file.external-paths) that look like
     its data files, and the bucket directories listed."""
-    layout = external_layout(meta.table)
     if layout is None:
         return [], 0
     buckets = [
@@ -187,7 +188,9 @@ def _external_files(meta: TableMetadata) -> tuple[list[FileStatus], int]:
     return [s for chunk in listed for s in chunk], len(buckets)
 
 
-def _candidates(meta: TableMetadata, branches: list[Branch]) -> list[FileStatus]:
+def _candidates(
+    meta: TableMetadata, branches: list[Branch], layout: ExternalLayout | None
+) -> list[FileStatus]:
     """Every file maintenance may judge: metadata, index, statistics and bucket directories,
     in the table and under its external data roots."""
     table = meta.table
@@ -196,7 +199,7 @@ def _candidates(meta: TableMetadata, branches: list[Branch]) -> list[FileStatus]
     dirs += _bucket_dirs(meta, data_root, len(table.partition_keys))
     listed = parallel_map(meta.files.list_dir, dirs)
     found = [s for chunk in listed for s in chunk if not s.is_dir]
-    external, external_dirs = _external_files(meta)
+    external, external_dirs = _external_files(meta, layout)
     found += external
     for b in branches:
         found += _non_record_files(meta, b.dir("snapshot"), SNAPSHOT_PREFIX)
@@ -233,11 +236,12 @@ def plan_orphan_removal(
     if older_than_ms <= 0:
         raise ValueError("older-than must be positive: younger files may belong to a commit")
     check_supported_layout(table.table_schema, operation=ORPHAN_REMOVAL)
+    layout = external_layout(table)  # refuses external-path options we cannot honour
     meta = TableMetadata(table, files or table_files(table))
     cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - older_than_ms
     branches = meta.branches()
     _check_branches(meta, branches)
-    scanned = _candidates(meta, branches)
+    scanned = _candidates(meta, branches, layout)
     old = [s for s in scanned if s.mtime_ms < cutoff]
     used = UsedFiles()
     for _ in range(2):
