@@ -267,7 +267,7 @@ MODES = (
         _foreign_format,
     ),
     Unsupported(
-        "unknown external path strategy",
+        DATA_FILE_EXTERNAL_PATHS_STRATEGY,
         "after 2.0.0",
         frozenset(OPERATIONS),
         "Java places new data files under 'data-file.external-paths' by this strategy and "

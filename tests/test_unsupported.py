@@ -96,6 +96,12 @@ TABLES: dict[str, Callable] = {
     "BLOB type": _column("image", AtomicType("BLOB")),
     "VECTOR type": _column("embedding", VectorType(True, AtomicType("FLOAT"), 4)),
     "lance / vortex / mosaic file format": _options(**{"file.format": "lance"}),
+    "data-file.external-paths.strategy": _options(
+        **{
+            "data-file.external-paths": "file:/elsewhere",
+            "data-file.external-paths.strategy": "hash-ring",
+        }
+    ),
 }
 
 
