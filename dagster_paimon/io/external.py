@@ -150,6 +150,7 @@ def external_paths(table: FileStoreTable) -> ExternalPaths | None:
     options = table_options(table)
     strategy = external_strategy(options)
     roots = named_roots(options)
+    weights = _weights(options)  # Java parses them for every table (AbstractFileStore)
     if not roots or strategy == EXTERNAL_NONE:
         return None
     if strategy == SPECIFIC_FS:
@@ -173,7 +174,7 @@ def external_paths(table: FileStoreTable) -> ExternalPaths | None:
                 "and deletes data files through the warehouse's file IO, which reaches file: "
                 "paths from a local warehouse and s3:// paths from an S3 one"
             )
-    weights = _weights(options) if strategy == WEIGHT_ROBIN else None
+    weights = weights if strategy == WEIGHT_ROBIN else None
     if weights is not None and len(roots) >= 2 and len(weights) != len(roots):
         raise InvalidOptionError(
             f"table option '{DATA_FILE_EXTERNAL_PATHS_WEIGHTS}' has {len(weights)} weights for "

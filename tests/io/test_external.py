@@ -176,6 +176,7 @@ def test_without_a_strategy_files_stay_in_the_table(warehouse, tmp_path):
         ({PATHS: "file:/a,file:/b", STRATEGY: "weight-robin", WEIGHTS: "1,2,3"}, WEIGHTS),
         ({PATHS: "file:/a,file:/b", STRATEGY: "weight-robin", WEIGHTS: "1,0"}, WEIGHTS),
         ({PATHS: "file:/a,file:/b", STRATEGY: "weight-robin", WEIGHTS: "1,x"}, WEIGHTS),
+        ({PATHS: "file:/a", STRATEGY: "round-robin", WEIGHTS: "-1"}, WEIGHTS),
     ],
 )
 def test_options_we_cannot_honour_are_refused_by_name(warehouse, options, named):
