@@ -99,6 +99,10 @@ CONSUMER_CHANGELOG_ONLY = "consumer.changelog-only"
 MANIFEST_TARGET_SIZE = "manifest.target-file-size"
 MANIFEST_MERGE_MIN_COUNT = "manifest.merge-min-count"
 MANIFEST_FULL_COMPACTION_SIZE = "manifest.full-compaction-threshold-size"
+DATA_FILE_EXTERNAL_PATHS = "data-file.external-paths"
+DATA_FILE_EXTERNAL_PATHS_STRATEGY = "data-file.external-paths.strategy"
+DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS = "data-file.external-paths.specific-fs"
+DATA_FILE_EXTERNAL_PATHS_WEIGHTS = "data-file.external-paths.weights"
 
 DEDUPLICATE, PARTIAL_UPDATE, AGGREGATION, FIRST_ROW = MERGE_ENGINES = (
     "deduplicate",
@@ -107,6 +111,14 @@ DEDUPLICATE, PARTIAL_UPDATE, AGGREGATION, FIRST_ROW = MERGE_ENGINES = (
     "first-row",
 )
 CHANGELOG_PRODUCERS = ("none", "input", "full-compaction", "lookup")
+# CoreOptions.ExternalPathStrategy of release-2.0.0 (weight-robin since 1.4, the rest since 1.1)
+EXTERNAL_NONE, SPECIFIC_FS, ROUND_ROBIN, ENTROPY_INJECT, WEIGHT_ROBIN = EXTERNAL_PATH_STRATEGIES = (
+    "none",
+    "specific-fs",
+    "round-robin",
+    "entropy-inject",
+    "weight-robin",
+)
 DYNAMIC_BUCKET = -1
 POSTPONE_BUCKET = -2
 CATALOG_TRUE = ("true", "1", "yes")

@@ -13,8 +13,9 @@ found by comparing that file at the release-1.3.0, release-1.4.0-rc1 and release
 what Java reads afterwards) are not here: `overwrite-upgrade`, `target-file-row-num`,
 `compaction.skip-expired-partitions`, `manifest-sort.*`, `postpone.batch-write-fixed-bucket`.
 Metadata stats modes, file indexes, external paths and `bucket-function.type` are handled where
-their files are written; `write.sequence-number-init-mode`=snapshot where snapshots are
-(commit/carried.py).
+their files are written (external paths in io/external.py, which refuses with InvalidOptionError
+a root we cannot reach; an unknown strategy is here); `write.sequence-number-init-mode`=snapshot
+where snapshots are (commit/carried.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from pypaimon.schema.table_schema import TableSchema
 from dagster_paimon.errors import UnsupportedLayoutError
 from dagster_paimon.options import (
     CHANGELOG_FILE_FORMAT,
+    DATA_FILE_EXTERNAL_PATHS_STRATEGY,
+    EXTERNAL_PATH_STRATEGIES,
     FILE_FORMAT,
     FILE_FORMAT_PER_LEVEL,
     file_format,
@@ -238,6 +241,15 @@ def file_index_refusal(schema: TableSchema) -> str | None:
     return _file_index(_unindexable)(schema)
 
 
+def _unknown_external_strategy(schema: TableSchema) -> str | None:
+    """A `data-file.external-paths.strategy` release-2.0.0 does not know (Java matches the
+    values without case)."""
+    value = schema.options.get(DATA_FILE_EXTERNAL_PATHS_STRATEGY)
+    if value is None or str(value).strip().lower() in EXTERNAL_PATH_STRATEGIES:
+        return None
+    return f"table option '{DATA_FILE_EXTERNAL_PATHS_STRATEGY}'={value!r}"
+
+
 WRITES = frozenset({COMPACTION, INGEST})
 MODES = (
     Unsupported(
@@ -361,6 +373,16 @@ MODES = (
         "we read and write parquet, orc and avro data files only",
         "LanceFileFormatFactory, VortexFileFormatFactory, MosaicFileFormatFactory",
         _foreign_format,
+    ),
+    Unsupported(
+        DATA_FILE_EXTERNAL_PATHS_STRATEGY,
+        "after 2.0.0",
+        frozenset(OPERATIONS),
+        "Java places new data files under 'data-file.external-paths' by this strategy and "
+        "lists the roots when removing orphans; release-2.0.0 knows none, specific-fs, "
+        "round-robin, entropy-inject and weight-robin, and we would place files elsewhere",
+        "CoreOptions.ExternalPathStrategy, FileStorePathFactory.createExternalPathProvider",
+        _unknown_external_strategy,
     ),
 )
 

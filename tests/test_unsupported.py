@@ -97,6 +97,12 @@ TABLES: dict[str, Callable] = {
     "VECTOR type": _column("embedding", VectorType(True, AtomicType("FLOAT"), 4)),
     "lance / vortex / mosaic file format": _options(**{"file.format": "lance"}),
     "file-index on columns Java cannot index": _options(**{"file-index.bsi.columns": "v"}),
+    "data-file.external-paths.strategy": _options(
+        **{
+            "data-file.external-paths": "file:/elsewhere",
+            "data-file.external-paths.strategy": "hash-ring",
+        }
+    ),
 }
 
 

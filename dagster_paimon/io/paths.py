@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+from pypaimon.utils.path import to_file_io_path
 
 from dagster_paimon.partition import Partition
 
@@ -30,9 +31,13 @@ def bucket_file_path(table: FileStoreTable, partition: Partition, bucket: int, n
 def data_file_path(
     table: FileStoreTable, partition: Partition, bucket: int, meta: DataFileMeta
 ) -> str:
-    """Where a data file lives: its external path, else its bucket directory."""
+    """Where a data file lives: its external path, else its bucket directory.
+
+    Java records a local external path as `file:/...` with escaped partition values (`%3A`)
+    literal; pypaimon's file IO would decode them, so it is read at its physical path.
+    """
     if meta.external_path:
-        return meta.external_path
+        return to_file_io_path(meta.external_path)
     return bucket_file_path(table, partition, bucket, meta.file_name)
 
 

@@ -20,10 +20,11 @@ from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.writer.parquet_writer_options import create_parquet_writer_options
 
 from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
+from dagster_paimon.io.external import DataFilePaths
 from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan, sidecar_path
 from dagster_paimon.io.formats import FileWriter, check_writable_format, open_writer
 from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
-from dagster_paimon.io.paths import bucket_file_path, file_extension
+from dagster_paimon.io.paths import file_extension
 from dagster_paimon.io.stats import FileStats, StatsLayout
 from dagster_paimon.options import (
     CHANGELOG_FILE_PREFIX,
@@ -188,11 +189,12 @@ class RollingWriter:
         self.written: list[DataFileMeta] = []
         self._current: _OpenFile | None = None
         self._pending_paths: list[str] = []
+        self._paths = DataFilePaths(table, partition, bucket)  # checks external-path options
 
     def _open(self) -> _OpenFile:
         """Start the next file of this writer."""
         name = f"{self.prefix}{len(self.written)}{self.extension}"
-        path = bucket_file_path(self.table, self.partition, self.bucket, name)
+        path = self._paths.new_path(name)  # the bucket directory or an external root
         self._pending_paths.append(path)
         stream = self.table.file_io.new_output_stream(path)
         options = dict(self.parquet_options)
@@ -274,6 +276,7 @@ class RollingWriter:
                 embedded_index=embedded_index,
                 file_source=self.file_source,
                 value_stats_cols=value_stats_cols,
+                external_path=self._paths.external_path(f.path),
                 file_path=f.path,
             )
         )

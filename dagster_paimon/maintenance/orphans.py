@@ -1,4 +1,7 @@
-"""Orphan-file removal (LocalOrphanFilesClean): old files under the table nobody references.
+"""Orphan-file removal (LocalOrphanFilesClean): old files of the table nobody references.
+
+Candidates are listed in the table's directories and, as Java's OrphanFilesClean does, under
+every root of `data-file.external-paths` (io/external.py says which files there are the table's).
 
 Only files older than the threshold are candidates, so a commit still writing its files is
 never touched; references are re-read after listing so commits that landed meanwhile count.
@@ -7,12 +10,19 @@ never touched; references are re-read after listing so commits that landed meanw
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass, replace
 
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.io.external import (
+    BUCKET_DIR_NAME,
+    ENTROPY_DIR_NAMES,
+    ExternalLayout,
+    external_layout,
+)
 from dagster_paimon.maintenance.metadata import (
     CHANGELOG_PREFIX,
     EARLIEST,
@@ -131,18 +141,78 @@ def _bucket_dirs(meta: TableMetadata, directory: str, depth: int) -> list[str]:
     ]
 
 
-def _candidates(meta: TableMetadata, branches: list[Branch]) -> list[FileStatus]:
-    """Every file maintenance may judge: metadata, index, statistics and bucket directories."""
+def _external_bucket_dirs(meta: TableMetadata, directory: str, prefixes: tuple[str, ...]):
+    """bucket-N directories under this table's partition directories (`key=`, level by level)."""
+    statuses = meta.files.list_dir(directory)
+    if not prefixes:
+        return [s.path for s in statuses if s.is_dir and re.fullmatch(BUCKET_DIR_NAME, s.name)]
+    parts = [s.path for s in statuses if s.is_dir and s.name.startswith(prefixes[0])]
+    return [
+        b
+        for chunk in parallel_map(lambda p: _external_bucket_dirs(meta, p, prefixes[1:]), parts)
+        for b in chunk
+    ]
+
+
+def _external_bucket_files(
+    meta: TableMetadata, layout: ExternalLayout, directory: str, depth: int = 0
+) -> list[FileStatus]:
+    """The table's files in an external bucket directory and at the bottom of its
+    entropy-inject hash directories (`1001/1111/0010/10010010/`), where Java puts them."""
+    found: list[FileStatus] = []
+    for s in meta.files.list_dir(directory):
+        if not s.is_dir:
+            if depth in (0, len(ENTROPY_DIR_NAMES)) and s.name.startswith(layout.file_prefixes):
+                found.append(s)
+        elif depth < len(ENTROPY_DIR_NAMES) and re.fullmatch(ENTROPY_DIR_NAMES[depth], s.name):
+            found += _external_bucket_files(meta, layout, s.path, depth + 1)
+    return found
+
+
+def _external_files(
+    meta: TableMetadata, layout: ExternalLayout | None
+) -> tuple[list[FileStatus], int]:
+    """Files under the table's external data roots (data-file.external-paths) that look like
+    its data files, and the bucket directories listed."""
+    if layout is None:
+        return [], 0
+    buckets = [
+        b
+        for chunk in parallel_map(
+            lambda root: _external_bucket_dirs(meta, root, layout.partition_prefixes),
+            list(layout.roots),
+        )
+        for b in chunk
+    ]
+    listed = parallel_map(lambda d: _external_bucket_files(meta, layout, d), buckets)
+    return [s for chunk in listed for s in chunk], len(buckets)
+
+
+def _candidates(
+    meta: TableMetadata, branches: list[Branch], layout: ExternalLayout | None
+) -> list[FileStatus]:
+    """Every file maintenance may judge: metadata, index, statistics and bucket directories,
+    in the table and under its external data roots."""
     table = meta.table
     data_root = table.path_factory().data_file_path().rstrip("/")
     dirs = [meta.manifest_dir, table.path_factory().index_path(), f"{meta.root}/statistics"]
     dirs += _bucket_dirs(meta, data_root, len(table.partition_keys))
     listed = parallel_map(meta.files.list_dir, dirs)
     found = [s for chunk in listed for s in chunk if not s.is_dir]
+    external, external_dirs = _external_files(meta, layout)
+    found += external
     for b in branches:
         found += _non_record_files(meta, b.dir("snapshot"), SNAPSHOT_PREFIX)
         found += _non_record_files(meta, b.dir("changelog"), CHANGELOG_PREFIX)
-    log.info("listed %d files in %d directories of %s", len(found), len(dirs), table.table_path)
+    found = list({s.path: s for s in found}.values())  # an external root may be the table's
+    log.info(
+        "listed %d files in %d directories of %s (%d external files in %d bucket directories)",
+        len(found),
+        len(dirs),
+        table.table_path,
+        len(external),
+        external_dirs,
+    )
     return found
 
 
@@ -166,11 +236,12 @@ def plan_orphan_removal(
     if older_than_ms <= 0:
         raise ValueError("older-than must be positive: younger files may belong to a commit")
     check_supported_layout(table.table_schema, operation=ORPHAN_REMOVAL)
+    layout = external_layout(table)  # refuses external-path options we cannot honour
     meta = TableMetadata(table, files or table_files(table))
     cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - older_than_ms
     branches = meta.branches()
     _check_branches(meta, branches)
-    scanned = _candidates(meta, branches)
+    scanned = _candidates(meta, branches, layout)
     old = [s for s in scanned if s.mtime_ms < cutoff]
     used = UsedFiles()
     for _ in range(2):
