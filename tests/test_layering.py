@@ -1,4 +1,4 @@
-"""The import arrows of the package: adapters -> maintenance, lsm -> commit, io -> table, storage.
+"""The import arrows: adapters -> maintenance, ingest -> lsm -> commit -> io -> table, storage.
 
 Each package may import only the layers below it; the Dagster, Spark and CLI adapters are the
 only modules that see the compaction package, and only through its public `__init__`.
@@ -21,6 +21,16 @@ ENGINE = {
     "commit": {"base", "storage", "table", "io", "commit"},
     "lsm.model": {"base", "table", "io", "commit", "lsm.model"},
     "lsm.merge": {"base", "io", "lsm.model", "lsm.merge"},
+    "lsm.write": {
+        "base",
+        "storage",
+        "table",
+        "io",
+        "commit",
+        "lsm.model",
+        "lsm.merge",
+        "lsm.write",
+    },
     "lsm.compaction": {
         "base",
         "storage",
@@ -29,10 +39,19 @@ ENGINE = {
         "commit",
         "lsm.model",
         "lsm.merge",
+        "lsm.write",
         "lsm.compaction",
-        "ingest",  # postpone moves write level-0 files as a writer does
     },
-    "ingest": {"base", "storage", "table", "io", "commit", "lsm.model", "lsm.merge", "ingest"},
+    "ingest": {
+        "base",
+        "storage",
+        "table",
+        "io",
+        "commit",
+        "lsm.model",
+        "lsm.write",
+        "ingest",
+    },
     "maintenance": {"base", "storage", "table", "io", "commit", "maintenance"},
     "discovery": {"base", "storage", "table", "io", "discovery"},
 }

@@ -1,1 +1,1 @@
-"""Pure-Arrow ingest: bucket hashing, write layout, row kinds, level-0 files and their commit."""
+"""Ingest: Arrow tables into level-0 files (lsm/write), re-sequenced and committed as a snapshot."""

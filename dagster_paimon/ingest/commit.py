@@ -10,10 +10,10 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producer import CommitOutcome
 from dagster_paimon.commit.producers import AppendProducer, OverwriteProducer
-from dagster_paimon.ingest.bucket import total_buckets
-from dagster_paimon.ingest.level0 import BucketWrite
 from dagster_paimon.ingest.resequence import resequenced
 from dagster_paimon.io.paths import delete_data_files
+from dagster_paimon.lsm.write.bucket import total_buckets
+from dagster_paimon.lsm.write.level0 import BucketWrite
 from dagster_paimon.partition import Partition
 
 log = logging.getLogger(__name__)

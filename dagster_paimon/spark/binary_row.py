@@ -1,6 +1,6 @@
 """Paimon's bucket of each row as Spark expressions, so bucketing never leaves the JVM.
 
-Paimon hashes the BinaryRow of the bucket key (layout in `dagster_paimon.ingest.bucket`) with
+Paimon hashes the BinaryRow of the bucket key (layout in `dagster_paimon.lsm.write.bucket`) with
 Murmur3 (seed 42) four bytes at a time and folds in the byte length. Keys of fixed-width types
 fill a fixed number of 8-byte words, so the hash is unrolled over those words in 64-bit integer
 arithmetic, kept to 32 bits by masks (ANSI mode forbids overflow): no bytes are built. Keys with
@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
 
-from dagster_paimon.ingest.bucket import HEADER_BITS, MAX_INLINE_BYTES
+from dagster_paimon.lsm.write.bucket import HEADER_BITS, MAX_INLINE_BYTES
 
 SLOT_BYTES = 8
 _ZERO_BYTE = bytearray(1)

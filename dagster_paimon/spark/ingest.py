@@ -28,28 +28,28 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from dagster_paimon import errors
 from dagster_paimon.commit.state import find_landed
 from dagster_paimon.ingest.arrow import MODES
-from dagster_paimon.ingest.bucket import (
+from dagster_paimon.ingest.result import IngestResult
+from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
+from dagster_paimon.lsm.write.bucket import (
     binary_row_hashes,
     buckets_of,
     fixed_bucket_count,
     total_buckets,
 )
-from dagster_paimon.ingest.cast import cast_column
-from dagster_paimon.ingest.dynamic import (
+from dagster_paimon.lsm.write.cast import cast_column
+from dagster_paimon.lsm.write.dynamic import (
     DynamicAssigner,
     assigner_counts,
     compute_channels,
     hash_indexes_at,
 )
-from dagster_paimon.ingest.layout import (
+from dagster_paimon.lsm.write.layout import (
     BUCKET_COLUMN,
     HIDDEN_PREFIX,
     ORDINAL_COLUMN,
     check_writable,
     plan_write_layout,
 )
-from dagster_paimon.ingest.result import IngestResult
-from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
 from dagster_paimon.options import DYNAMIC_BUCKET
 from dagster_paimon.spark.binary_row import with_bucket_column
 from dagster_paimon.spark.executor import outcome_of, split_outcomes

@@ -9,11 +9,11 @@ import pytest
 from dagster_paimon.commit.state import APPEND, OVERWRITE, find_landed, live_entries
 from dagster_paimon.errors import CommitConflictError
 from dagster_paimon.ingest.commit import ingest_producer
-from dagster_paimon.ingest.layout import plan_write_layout
-from dagster_paimon.ingest.level0 import Level0Writer, max_sequences
 from dagster_paimon.ingest.resequence import resequenced
 from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.write.layout import plan_write_layout
+from dagster_paimon.lsm.write.level0 import Level0Writer, max_sequences
 from dagster_paimon.partition import Partition
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import create_table

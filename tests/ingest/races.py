@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-LEVEL0_LOGGER = "dagster_paimon.ingest.level0"
+LEVEL0_LOGGER = "dagster_paimon.lsm.write.level0"
 FLUSHED = "flushed"
 
 

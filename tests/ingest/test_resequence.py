@@ -7,14 +7,14 @@ from dataclasses import replace
 import pyarrow as pa
 import pytest
 
-from dagster_paimon.ingest.layout import plan_write_layout
-from dagster_paimon.ingest.level0 import Level0Writer
 from dagster_paimon.ingest.resequence import resequenced
 from dagster_paimon.io.formats import open_reader
 from dagster_paimon.io.kv import SEQUENCE_NUMBER
 from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.io.read import READ_BUFFER_ROWS, read_file
 from dagster_paimon.io.write import write_all
+from dagster_paimon.lsm.write.layout import plan_write_layout
+from dagster_paimon.lsm.write.level0 import Level0Writer
 from dagster_paimon.table import create_table
 from tests.conftest import data_files_on_disk, orders_spec
 

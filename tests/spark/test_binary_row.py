@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from dagster_paimon.ingest.bucket import binary_row_hashes, buckets_of
+from dagster_paimon.lsm.write.bucket import binary_row_hashes, buckets_of
 from dagster_paimon.spark.binary_row import with_bucket_column
 
 pytestmark = pytest.mark.spark

@@ -31,7 +31,7 @@ from tests.conftest import (
     orders_spec,
     write_with_pypaimon,
 )
-from tests.ingest.test_dynamic import apply, batch, layout, make_table, readers_agree
+from tests.lsm.write.test_dynamic import apply, batch, layout, make_table, readers_agree
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_batch, cdc_table
 

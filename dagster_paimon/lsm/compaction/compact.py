@@ -13,7 +13,6 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import CompactProducer
 from dagster_paimon.errors import InvalidOptionError, transient_errors
-from dagster_paimon.ingest.level0 import BucketWrite
 from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor
 from dagster_paimon.lsm.compaction.plan import TaskPlan, plan_task
 from dagster_paimon.lsm.compaction.postpone import (
@@ -32,6 +31,7 @@ from dagster_paimon.lsm.compaction.task import CompactResult
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_levels
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.record_expiry import RecordLevelExpire
+from dagster_paimon.lsm.write.level0 import BucketWrite
 from dagster_paimon.options import (
     CHANGELOG_PRODUCER,
     DELETION_VECTORS,

@@ -27,15 +27,15 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError
-from dagster_paimon.ingest.bucket import assign_buckets, check_bucket_function
-from dagster_paimon.ingest.layout import plan_write_layout
-from dagster_paimon.ingest.level0 import BucketWrite, Level0Writer
 from dagster_paimon.io.kv import VALUE_KIND, value_schema
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.read import read_file
 from dagster_paimon.lsm.compaction.executor import Work
 from dagster_paimon.lsm.compaction.task import CompactResult
 from dagster_paimon.lsm.model.levels import BucketLevels, Levels
+from dagster_paimon.lsm.write.bucket import assign_buckets, check_bucket_function
+from dagster_paimon.lsm.write.layout import plan_write_layout
+from dagster_paimon.lsm.write.level0 import BucketWrite, Level0Writer
 from dagster_paimon.options import (
     CHANGELOG_PRODUCER,
     POSTPONE_BUCKET,

@@ -15,10 +15,10 @@ from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.dagster.sensors import unhealthy_partitions
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.ingest.bucket import binary_row_hashes, buckets_of
 from dagster_paimon.io.read import read_file
 from dagster_paimon.lsm.compaction.postpone import replay_order, writer_prefix
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.write.bucket import binary_row_hashes, buckets_of
 from dagster_paimon.options import POSTPONE_BUCKET
 from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import committed_files, data_files_on_disk, write_with_pypaimon

@@ -13,7 +13,7 @@ from pypaimon.schema.data_types import AtomicType, DataField
 from pypaimon.write.row_key_extractor import RowKeyExtractor, _bucket_from_hash
 
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.ingest.bucket import binary_row_hashes, buckets_of, fixed_bucket_count
+from dagster_paimon.lsm.write.bucket import binary_row_hashes, buckets_of, fixed_bucket_count
 from dagster_paimon.table import TableSpec, create_table
 from tests.conftest import ORDERS_SCHEMA
 

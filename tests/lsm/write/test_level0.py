@@ -10,9 +10,9 @@ import pytest
 
 from dagster_paimon.errors import SchemaMismatchError
 from dagster_paimon.ingest.commit import commit_ingest
-from dagster_paimon.ingest.layout import compatible, plan_write_layout
-from dagster_paimon.ingest.level0 import Level0Writer, max_sequences
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.write.layout import compatible, plan_write_layout
+from dagster_paimon.lsm.write.level0 import Level0Writer, max_sequences
 from dagster_paimon.table import TableSpec, create_table
 from tests.conftest import ORDERS_SCHEMA, orders_spec
 from tests.lsm.kvmodel import read_rows, sorted_rows

@@ -25,10 +25,10 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.state import resolve_snapshot
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.ingest.bucket import binary_row_hashes, total_buckets
 from dagster_paimon.io.hashes import read_hashes
 from dagster_paimon.io.index import HASH_INDEX, bucket_indexes
 from dagster_paimon.io.kv import trimmed_primary_keys
+from dagster_paimon.lsm.write.bucket import binary_row_hashes, total_buckets
 from dagster_paimon.options import (
     BUCKET,
     DYNAMIC_BUCKET,

@@ -9,11 +9,11 @@ from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
-from dagster_paimon.ingest.bucket import total_buckets
-from dagster_paimon.ingest.cast import cast_column
-from dagster_paimon.ingest.dynamic import check_dynamic_writable
 from dagster_paimon.io.formats import check_writable_format
 from dagster_paimon.io.kv import value_schema
+from dagster_paimon.lsm.write.bucket import total_buckets
+from dagster_paimon.lsm.write.cast import cast_column
+from dagster_paimon.lsm.write.dynamic import check_dynamic_writable
 from dagster_paimon.options import (
     CHANGELOG_PRODUCER,
     DYNAMIC_BUCKET,

@@ -18,19 +18,19 @@ from pypaimon_rust.datafusion import SQLContext
 from dagster_paimon.errors import CommitConflictError, InvalidOptionError
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.ingest.commit import commit_ingest
-from dagster_paimon.ingest.dynamic import (
-    DynamicAssigner,
-    PartitionIndex,
-    hash_indexes_at,
-    key_hashes,
-)
-from dagster_paimon.ingest.layout import plan_write_layout
-from dagster_paimon.ingest.level0 import Level0Writer, max_sequences
 from dagster_paimon.io.hashes import read_hashes
 from dagster_paimon.io.index import HASH_INDEX, bucket_indexes
 from dagster_paimon.io.read import read_file
 from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.write.dynamic import (
+    DynamicAssigner,
+    PartitionIndex,
+    hash_indexes_at,
+    key_hashes,
+)
+from dagster_paimon.lsm.write.layout import plan_write_layout
+from dagster_paimon.lsm.write.level0 import Level0Writer, max_sequences
 from dagster_paimon.options import DYNAMIC_BUCKET
 from dagster_paimon.partition import Partition
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table

@@ -21,15 +21,6 @@ from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
-from dagster_paimon.ingest.bucket import assign_buckets, total_buckets
-from dagster_paimon.ingest.dynamic import (
-    MAX_BUCKET_IDS,
-    DynamicAssigner,
-    check_dynamic_writable,
-    key_hashes,
-)
-from dagster_paimon.ingest.layout import BUCKET_COLUMN, WriteLayout, to_table_types
-from dagster_paimon.ingest.rowkinds import RowKindFilter, parse_row_kinds
 from dagster_paimon.io.hashes import read_hashes, write_hashes
 from dagster_paimon.io.index import delete_index_file
 from dagster_paimon.io.kv import SEQUENCE_NUMBER, key_columns, kv_schema, trimmed_primary_keys
@@ -37,6 +28,15 @@ from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.write import APPEND_FILE_SOURCE, RollingWriter, write_all
 from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
 from dagster_paimon.lsm.model.levels import TableLevels
+from dagster_paimon.lsm.write.bucket import assign_buckets, total_buckets
+from dagster_paimon.lsm.write.dynamic import (
+    MAX_BUCKET_IDS,
+    DynamicAssigner,
+    check_dynamic_writable,
+    key_hashes,
+)
+from dagster_paimon.lsm.write.layout import BUCKET_COLUMN, WriteLayout, to_table_types
+from dagster_paimon.lsm.write.rowkinds import RowKindFilter, parse_row_kinds
 from dagster_paimon.options import DYNAMIC_BUCKET, WRITE_BUFFER_SIZE, memory_bytes, read_option
 from dagster_paimon.partition import Partition
 
