@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from dagster_paimon.commit.state import live_entries
+from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableSpec, create_table
 from tests.s3server import S3Server, moto_server
 

@@ -1,4 +1,4 @@
-"""The import arrows: adapters -> maintenance, ingest -> lsm -> commit -> io -> table, storage.
+"""The import arrows: adapters -> maintenance, ingest -> lsm -> commit -> snapshot -> io -> table.
 
 Each package may import only the layers below it; the Dagster, Spark and CLI adapters are the
 only modules that see the compaction package, and only through its public `__init__`.
@@ -18,14 +18,16 @@ ENGINE = {
     "storage": {"base", "storage"},
     "table": {"base", "storage", "table"},
     "io": {"base", "storage", "table", "io"},
-    "commit": {"base", "storage", "table", "io", "commit"},
-    "lsm.model": {"base", "table", "io", "commit", "lsm.model"},
+    "snapshot": {"base", "storage", "table", "io", "snapshot"},
+    "commit": {"base", "storage", "table", "io", "snapshot", "commit"},
+    "lsm.model": {"base", "table", "io", "snapshot", "commit", "lsm.model"},
     "lsm.merge": {"base", "io", "lsm.model", "lsm.merge"},
     "lsm.write": {
         "base",
         "storage",
         "table",
         "io",
+        "snapshot",
         "commit",
         "lsm.model",
         "lsm.merge",
@@ -36,6 +38,7 @@ ENGINE = {
         "storage",
         "table",
         "io",
+        "snapshot",
         "commit",
         "lsm.model",
         "lsm.merge",
@@ -47,13 +50,14 @@ ENGINE = {
         "storage",
         "table",
         "io",
+        "snapshot",
         "commit",
         "lsm.model",
         "lsm.write",
         "ingest",
     },
-    "maintenance": {"base", "storage", "table", "io", "commit", "maintenance"},
-    "discovery": {"base", "storage", "table", "io", "discovery"},
+    "maintenance": {"base", "storage", "table", "io", "snapshot", "commit", "maintenance"},
+    "discovery": {"base", "storage", "table", "io", "snapshot", "discovery"},
 }
 ADAPTERS = {"spark": {"spark"}, "dagster": {"dagster", "spark"}, "cli": {"cli", "spark"}}
 

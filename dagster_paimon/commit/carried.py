@@ -18,7 +18,7 @@ from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.commit.state import ADD
+from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.options import SEQUENCE_NUMBER_INIT_MODE, read_option
 

@@ -10,7 +10,7 @@ from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.commit.state import ADD, DELETE
+from dagster_paimon.io.filekind import ADD, DELETE
 from dagster_paimon.io.index import delete_index_file
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.partition import Partition

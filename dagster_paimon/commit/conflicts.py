@@ -4,33 +4,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cmp_to_key
-from itertools import pairwise
 
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.read.interval_partition import default_key_comparator
 from pypaimon.snapshot.snapshot import Snapshot
 
-from dagster_paimon.commit.state import ADD, DELETE, entry_identifier
 from dagster_paimon.errors import CommitConflictError, CorruptMetadataError
+from dagster_paimon.io.filekind import ADD, DELETE
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.entries import entry_identifier, sorted_run_files
 
 BucketKey = tuple[tuple, int]
-
-
-def sorted_run_files(level: int, files: Iterable[DataFileMeta]) -> list[DataFileMeta]:
-    """Files of one level >= 1 sorted by min key; overlapping key ranges are corrupt metadata."""
-    ordered = sorted(
-        files, key=cmp_to_key(lambda a, b: default_key_comparator(a.min_key, b.min_key))
-    )
-    for left, right in pairwise(ordered):
-        if default_key_comparator(left.max_key, right.min_key) >= 0:
-            raise CorruptMetadataError(
-                f"level {level} files {left.file_name} and {right.file_name} have overlapping "
-                "key ranges; a level >= 1 must be one sorted run"
-            )
-    return ordered
 
 
 def _bucket(entry: ManifestEntry) -> BucketKey:

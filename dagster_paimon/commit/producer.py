@@ -23,7 +23,6 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.carried import inherited_statistics, snapshot_properties
-from dagster_paimon.commit.state import ADD, find_landed, live_entries
 from dagster_paimon.errors import CommitConflictError, transient_cause
 from dagster_paimon.failpoints import (
     AFTER_SNAPSHOT,
@@ -32,7 +31,10 @@ from dagster_paimon.failpoints import (
     MANIFESTS_WRITTEN,
     failpoint,
 )
+from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.snapshot.entries import live_entries
+from dagster_paimon.snapshot.resolve import find_landed
 from dagster_paimon.storage.snapshots import (
     SnapshotWriter,
     create_snapshot_if_absent,

@@ -20,12 +20,14 @@ from dagster_paimon.commit.conflicts import (
     sequence_conflicts,
 )
 from dagster_paimon.commit.producer import MAX_RETRIES, SnapshotProducer
-from dagster_paimon.commit.state import APPEND, COMPACT, DELETE, OVERWRITE, entry_identifier
 from dagster_paimon.errors import CommitConflictError
 from dagster_paimon.failpoints import FILES_RESEQUENCED, failpoint
+from dagster_paimon.io.filekind import DELETE
 from dagster_paimon.io.index import bucket_indexes, write_index_manifest
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.entries import entry_identifier
+from dagster_paimon.snapshot.resolve import APPEND, COMPACT, OVERWRITE
 
 log = logging.getLogger(__name__)
 

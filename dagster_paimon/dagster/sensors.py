@@ -33,7 +33,7 @@ from dagster_paimon.errors import (
 from dagster_paimon.lsm.model.health import BucketHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.lsm.model.watch import LevelsWatch
-from dagster_paimon.maintenance.metadata import parallel_map
+from dagster_paimon.storage.pool import parallel_map
 
 IN_FLIGHT = [
     DagsterRunStatus.QUEUED,

@@ -9,7 +9,7 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.commit.state import ADD
+from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.results import Metrics
 

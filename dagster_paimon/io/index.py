@@ -21,6 +21,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import CorruptMetadataError
 from dagster_paimon.failpoints import INDEX_FILE_WRITTEN, failpoint
+from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.vectors import (
     DeletionVector,
     add_positions,
@@ -35,7 +36,6 @@ DELETION_VECTORS = "DELETION_VECTORS"
 HASH_INDEX = "HASH"
 BUCKET_INDEX_TYPES = (DELETION_VECTORS, HASH_INDEX)
 INDEX_VERSION = 1
-ADD_KIND = 0
 
 BucketKey = tuple[Partition, int]
 
@@ -216,7 +216,7 @@ def write_index_manifest(
     if len(kept) == len(entries) and not replacements:
         return latest.index_manifest if latest else None
     added = [
-        IndexManifestEntry(ADD_KIND, partition.row(), bucket, index)
+        IndexManifestEntry(ADD, partition.row(), bucket, index)
         for (partition, bucket), index in replacements.items()
     ]
     return IndexManifestWriter(table).write(kept + added)

@@ -8,15 +8,10 @@ from collections.abc import Callable, Sequence
 
 from pypaimon.snapshot.snapshot import Snapshot
 
-from dagster_paimon.maintenance.lists import snapshot_lists
-from dagster_paimon.maintenance.metadata import (
-    ADD,
-    APPEND_SOURCE,
-    DELETE,
-    FileRef,
-    TableMetadata,
-    parallel_map,
-)
+from dagster_paimon.io.filekind import ADD, DELETE
+from dagster_paimon.snapshot.lists import snapshot_lists
+from dagster_paimon.snapshot.metadata import APPEND_SOURCE, FileRef, TableMetadata
+from dagster_paimon.storage.pool import parallel_map
 
 log = logging.getLogger(__name__)
 

@@ -19,20 +19,20 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import RepairRefusedError, StaleMaintenancePlanError
+from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.index import index_path
-from dagster_paimon.maintenance.metadata import (
-    ADD,
+from dagster_paimon.partition import Partition
+from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.snapshot.metadata import (
     EARLIEST,
     LATEST,
     SNAPSHOT_PREFIX,
     TAG_PREFIX,
     FileRef,
     TableMetadata,
-    parallel_map,
 )
-from dagster_paimon.partition import Partition
-from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import TableFiles
+from dagster_paimon.storage.pool import parallel_map
 from dagster_paimon.storage.warehouse import table_files
 
 log = logging.getLogger(__name__)

@@ -34,16 +34,16 @@ from dagster_paimon.maintenance.deletion import (
     lists_named,
     metadata_to_delete,
 )
-from dagster_paimon.maintenance.metadata import (
+from dagster_paimon.maintenance.options import ExpireConfig, Retention, RetentionOverrides
+from dagster_paimon.maintenance.references import collect_used, referrers
+from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.snapshot.metadata import (
     CHANGELOG_PREFIX,
     EARLIEST,
     LATEST,
     SNAPSHOT_PREFIX,
     TableMetadata,
 )
-from dagster_paimon.maintenance.options import ExpireConfig, Retention, RetentionOverrides
-from dagster_paimon.maintenance.references import collect_used, referrers
-from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import TableFiles, delete_logged
 from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import EXPIRY, check_supported_layout

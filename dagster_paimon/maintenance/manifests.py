@@ -23,13 +23,14 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import ManifestCompactProducer
-from dagster_paimon.commit.state import ADD, entry_identifier
 from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
-from dagster_paimon.maintenance.metadata import parallel_map
 from dagster_paimon.maintenance.options import ManifestMergeOptions
 from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.snapshot.entries import entry_identifier
 from dagster_paimon.storage.files import TableFiles
+from dagster_paimon.storage.pool import parallel_map
 from dagster_paimon.storage.snapshots import SnapshotWriter, create_snapshot_if_absent
 from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import MANIFEST_COMPACTION, check_supported_layout

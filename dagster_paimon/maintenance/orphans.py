@@ -23,19 +23,19 @@ from dagster_paimon.io.external import (
     ExternalLayout,
     external_layout,
 )
-from dagster_paimon.maintenance.metadata import (
+from dagster_paimon.maintenance.options import DAY_MS
+from dagster_paimon.maintenance.references import UsedFiles, collect_used, referrers
+from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.snapshot.metadata import (
     CHANGELOG_PREFIX,
     EARLIEST,
     LATEST,
     SNAPSHOT_PREFIX,
     Branch,
     TableMetadata,
-    parallel_map,
 )
-from dagster_paimon.maintenance.options import DAY_MS
-from dagster_paimon.maintenance.references import UsedFiles, collect_used, referrers
-from dagster_paimon.results import Metrics, run_planned
 from dagster_paimon.storage.files import FileStatus, TableFiles, delete_logged
+from dagster_paimon.storage.pool import parallel_map
 from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import ORPHAN_REMOVAL, check_supported_layout
 

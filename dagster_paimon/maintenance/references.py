@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from pypaimon.snapshot.snapshot import Snapshot
 
 from dagster_paimon.errors import MaintenanceAbortedError
-from dagster_paimon.maintenance.lists import snapshot_lists
-from dagster_paimon.maintenance.metadata import (
+from dagster_paimon.snapshot.lists import snapshot_lists
+from dagster_paimon.snapshot.metadata import (
     CHANGELOG_PREFIX,
     SNAPSHOT_PREFIX,
     TAG_PREFIX,
     Branch,
     TableMetadata,
-    parallel_map,
 )
+from dagster_paimon.storage.pool import parallel_map
 
 log = logging.getLogger(__name__)
 

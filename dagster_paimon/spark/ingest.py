@@ -26,7 +26,6 @@ from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from dagster_paimon import errors
-from dagster_paimon.commit.state import find_landed
 from dagster_paimon.ingest.arrow import MODES
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
@@ -51,6 +50,7 @@ from dagster_paimon.lsm.write.layout import (
     plan_write_layout,
 )
 from dagster_paimon.options import DYNAMIC_BUCKET
+from dagster_paimon.snapshot.resolve import find_landed
 from dagster_paimon.spark.binary_row import with_bucket_column
 from dagster_paimon.spark.executor import outcome_of, split_outcomes
 from dagster_paimon.spark.source import PaimonWriter, plan_writer

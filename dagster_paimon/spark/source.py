@@ -31,7 +31,6 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from dagster_paimon.commit.state import find_landed
 from dagster_paimon.errors import SchemaMismatchError
 from dagster_paimon.ingest.commit import commit_ingest, discard_writes
 from dagster_paimon.io.kv import value_schema
@@ -47,6 +46,7 @@ from dagster_paimon.lsm.write.level0 import (
     max_sequences,
 )
 from dagster_paimon.partition import Partition, parse_partition_spec
+from dagster_paimon.snapshot.resolve import find_landed
 from dagster_paimon.spark.read import BucketSplit, plan_splits, read_split
 from dagster_paimon.table import TableRef
 

@@ -8,11 +8,11 @@ import pyarrow as pa
 import pytest
 
 from dagster_paimon.commit.producers import CompactProducer
-from dagster_paimon.commit.state import live_entries
 from dagster_paimon.errors import CommitConflictError
 from dagster_paimon.lsm.compaction.compact import plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef
 from tests.conftest import data_files_on_disk, write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows

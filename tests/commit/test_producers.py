@@ -6,7 +6,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from dagster_paimon.commit.state import APPEND, OVERWRITE, find_landed, live_entries
 from dagster_paimon.errors import CommitConflictError
 from dagster_paimon.ingest.commit import ingest_producer
 from dagster_paimon.ingest.resequence import resequenced
@@ -15,6 +14,8 @@ from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.lsm.write.layout import plan_write_layout
 from dagster_paimon.lsm.write.level0 import Level0Writer, max_sequences
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.entries import live_entries
+from dagster_paimon.snapshot.resolve import APPEND, OVERWRITE, find_landed
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import create_table
 from tests.conftest import (

@@ -12,10 +12,10 @@ import fastavro
 from pypaimon.common.json_util import JSON
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
-from dagster_paimon.commit.state import live_entries
 from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.maintenance.manifests import compact_manifests
+from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import TableRef, create_table, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon

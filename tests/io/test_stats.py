@@ -10,7 +10,6 @@ import pyarrow as pa
 import pytest
 from pypaimon.schema.data_types import ArrayType, AtomicType, MapType, RowType
 
-from dagster_paimon.commit.state import live_entries
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.io.stats import (
     ABSENT,
@@ -32,6 +31,7 @@ from dagster_paimon.io.stats import (
     truncate_min,
 )
 from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from dagster_paimon.commit.state import live_entries
 from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, open_table
 
 pytestmark = pytest.mark.slow

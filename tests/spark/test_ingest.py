@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dagster_paimon.commit.state import live_entries
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.spark.ingest import (
     ARROW_BYTES_CAP,
     NO_BYTES_CAP,
@@ -31,9 +31,9 @@ from tests.conftest import (
     orders_spec,
     write_with_pypaimon,
 )
-from tests.lsm.write.test_dynamic import apply, batch, layout, make_table, readers_agree
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_batch, cdc_table
+from tests.lsm.write.test_dynamic import apply, batch, layout, make_table, readers_agree
 
 pytestmark = pytest.mark.spark
 

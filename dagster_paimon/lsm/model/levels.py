@@ -11,13 +11,13 @@ from pypaimon.schema.table_schema import TableSchema
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.commit.conflicts import sorted_run_files
-from dagster_paimon.commit.state import live_entries, resolve_snapshot
 from dagster_paimon.io.index import deleted_rows, deletion_indexes
 from dagster_paimon.lsm.model.health import BucketHealth, TableHealth
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import LevelSortedRun, SortedRun
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.entries import live_entries, sorted_run_files
+from dagster_paimon.snapshot.resolve import resolve_snapshot
 
 
 def _creation_millis(f: DataFileMeta) -> int:

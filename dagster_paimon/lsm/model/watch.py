@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pypaimon.catalog.catalog import Catalog
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.commit.state import latest_snapshot_id, read_snapshot, resolve_snapshot
 from dagster_paimon.lsm.model.levels import TableLevels, levels_at
+from dagster_paimon.snapshot.resolve import latest_snapshot_id, read_snapshot, resolve_snapshot
 from dagster_paimon.table import get_table
 
 # Options altered without a commit (say a new compaction trigger) show after at most this long.

@@ -23,7 +23,6 @@ from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.commit.state import resolve_snapshot
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.io.hashes import read_hashes
 from dagster_paimon.io.index import HASH_INDEX, bucket_indexes
@@ -40,6 +39,7 @@ from dagster_paimon.options import (
     read_option,
 )
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.resolve import resolve_snapshot
 
 DEFAULT_TARGET_ROWS = 2_000_000
 MAX_BUCKET_IDS = 32768  # Java's Short.MAX_VALUE + 1

@@ -9,11 +9,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from dagster_paimon.commit.state import live_entries
 from dagster_paimon.io.kv import kv_schema
 from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.entries import live_entries
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
 from tests.lsm.tables import KEY, SCHEMA, cdc_table, compact, write_history

@@ -10,10 +10,10 @@ import pytest
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 
-from dagster_paimon.commit.state import latest_snapshot_id
 from dagster_paimon.errors import TableNotFoundError
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.lsm.model.watch import LevelsWatch
+from dagster_paimon.snapshot.resolve import latest_snapshot_id
 from dagster_paimon.table import create_table, open_catalog, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
 

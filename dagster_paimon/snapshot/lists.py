@@ -17,7 +17,8 @@ from io import BytesIO
 import fastavro
 from pypaimon.snapshot.snapshot import Snapshot
 
-from dagster_paimon.maintenance.metadata import TableMetadata, parallel_map
+from dagster_paimon.snapshot.metadata import TableMetadata
+from dagster_paimon.storage.pool import parallel_map
 
 log = logging.getLogger(__name__)
 

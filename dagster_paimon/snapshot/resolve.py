@@ -1,32 +1,14 @@
-"""What a commit is made against: a snapshot, its live file entries, and entry identities."""
+"""Which snapshot: the latest (cheaply, by its hint), a given one, or the one a commit made."""
 
 from __future__ import annotations
 
 from pypaimon.common.json_util import JSON
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import CorruptMetadataError, SnapshotNotFoundError
-from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.errors import SnapshotNotFoundError
 
-ADD, DELETE = 0, 1
 APPEND, OVERWRITE, COMPACT = "APPEND", "OVERWRITE", "COMPACT"
-
-
-def entry_identifier(entry: ManifestEntry) -> tuple:
-    """Java's FileEntry.Identifier: an upgrade (same name, other level) is another file."""
-    f = entry.file
-    return (
-        tuple(entry.partition.values),
-        entry.bucket,
-        f.level,
-        f.file_name,
-        tuple(f.extra_files or ()),
-        f.embedded_index,
-        f.external_path,
-    )
 
 
 def latest_snapshot_id(table: FileStoreTable) -> int | None:
@@ -72,25 +54,6 @@ def resolve_snapshot(table: FileStoreTable, snapshot_id: int | None) -> Snapshot
             "(never written, or expired)"
         )
     return snapshot
-
-
-def live_entries(
-    table: FileStoreTable, snapshot: Snapshot | None, *, with_stats: bool = False
-) -> list[ManifestEntry]:
-    """Live data-file entries of a snapshot: base + delta manifests with DELETEs applied.
-
-    Value statistics are dropped unless asked for: only commits that re-write entries need them.
-    """
-    if snapshot is None:
-        return []
-    try:
-        manifests = ManifestListManager(table).read_all(snapshot)
-        return ManifestReader(table).read_entries_parallel(manifests, drop_stats=not with_stats)
-    except (ValueError, EOFError, KeyError, TypeError, IndexError) as e:
-        raise CorruptMetadataError(
-            f"cannot read the manifests of snapshot {snapshot.id} of "
-            f"{table.identifier.get_full_name()}: {type(e).__name__}: {e}"
-        ) from e
 
 
 def find_landed(

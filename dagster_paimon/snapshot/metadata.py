@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass
 from io import BytesIO
 from typing import TypeVar
@@ -24,9 +22,11 @@ from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.tag.tag import Tag
 
 from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.paths import bucket_file_path
 from dagster_paimon.partition import Partition
 from dagster_paimon.storage.files import TableFiles
+from dagster_paimon.storage.pool import parallel_map
 
 log = logging.getLogger(__name__)
 
@@ -38,31 +38,9 @@ CONSUMER_PREFIX = "consumer-"
 BRANCH_PREFIX = "branch-"
 EARLIEST = "EARLIEST"
 LATEST = "LATEST"
-ADD, DELETE = 0, 1
 APPEND_SOURCE = 0
-READ_THREADS = 16
 
 T = TypeVar("T")
-R = TypeVar("R")
-
-
-_POOL = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="paimon-maintenance")
-_in_worker = threading.local()
-
-
-def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """Order-preserving map on a shared I/O pool; nested calls run inline (no pool deadlock)."""
-    if len(items) <= 1 or getattr(_in_worker, "active", False):
-        return [fn(i) for i in items]
-
-    def run(item: T) -> R:
-        _in_worker.active = True
-        try:
-            return fn(item)
-        finally:
-            _in_worker.active = False
-
-    return list(_POOL.map(run, items))
 
 
 @dataclass(frozen=True)

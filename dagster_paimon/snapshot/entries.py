@@ -1,0 +1,64 @@
+"""A snapshot's live file entries, their identities, and a level's files as one sorted run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cmp_to_key
+from itertools import pairwise
+
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+from pypaimon.manifest.schema.manifest_entry import ManifestEntry
+from pypaimon.read.interval_partition import default_key_comparator
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.io.manifest_compat import ManifestReader
+
+
+def entry_identifier(entry: ManifestEntry) -> tuple:
+    """Java's FileEntry.Identifier: an upgrade (same name, other level) is another file."""
+    f = entry.file
+    return (
+        tuple(entry.partition.values),
+        entry.bucket,
+        f.level,
+        f.file_name,
+        tuple(f.extra_files or ()),
+        f.embedded_index,
+        f.external_path,
+    )
+
+
+def live_entries(
+    table: FileStoreTable, snapshot: Snapshot | None, *, with_stats: bool = False
+) -> list[ManifestEntry]:
+    """Live data-file entries of a snapshot: base + delta manifests with DELETEs applied.
+
+    Value statistics are dropped unless asked for: only commits that re-write entries need them.
+    """
+    if snapshot is None:
+        return []
+    try:
+        manifests = ManifestListManager(table).read_all(snapshot)
+        return ManifestReader(table).read_entries_parallel(manifests, drop_stats=not with_stats)
+    except (ValueError, EOFError, KeyError, TypeError, IndexError) as e:
+        raise CorruptMetadataError(
+            f"cannot read the manifests of snapshot {snapshot.id} of "
+            f"{table.identifier.get_full_name()}: {type(e).__name__}: {e}"
+        ) from e
+
+
+def sorted_run_files(level: int, files: Iterable[DataFileMeta]) -> list[DataFileMeta]:
+    """Files of one level >= 1 sorted by min key; overlapping key ranges are corrupt metadata."""
+    ordered = sorted(
+        files, key=cmp_to_key(lambda a, b: default_key_comparator(a.min_key, b.min_key))
+    )
+    for left, right in pairwise(ordered):
+        if default_key_comparator(left.max_key, right.min_key) >= 0:
+            raise CorruptMetadataError(
+                f"level {level} files {left.file_name} and {right.file_name} have overlapping "
+                "key ranges; a level >= 1 must be one sorted run"
+            )
+    return ordered
