@@ -208,7 +208,7 @@ def merge_manifests(
     return full if full is not None else _minor(inputs, read, writer, options)
 
 
-class RollingWriter:
+class RollingManifestWriter:
     """Rolling manifest files at the target size; remembers what it wrote for cleanup."""
 
     def __init__(self, table: FileStoreTable, target_size: int):
@@ -423,7 +423,7 @@ class _Merges:
         self.table = table
         self.plan = plan
         self.files = files
-        self.writer = RollingWriter(table, _merge_options(table, plan.full).target_size)
+        self.writer = RollingManifestWriter(table, _merge_options(table, plan.full).target_size)
         self.read = plan.read or EntryReader(table)
         self.outcomes: dict[int, tuple[int, MergeOutcome]] = {}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.io.varint import varint, zigzag
 
 AVRO_MAGIC = b"Obj\x01"
 SYNC_BYTES = 16
@@ -12,13 +13,7 @@ SYNC_BYTES = 16
 
 def encode_long(value: int) -> bytes:
     """One Avro long: zigzag, then base-128 varint."""
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return varint(zigzag(value))
 
 
 def parse_long(data: bytes, pos: int) -> tuple[int, int]:

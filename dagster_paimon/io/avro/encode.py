@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from dagster_paimon.errors import SchemaMismatchError
+from dagster_paimon.io.varint import zigzag_varints
 
 
 class _Encoded(NamedTuple):
@@ -32,20 +33,10 @@ def _bytes_per_row(rows: int, data: np.ndarray) -> _Encoded:
 
 def _varints(values: np.ndarray) -> _Encoded:
     """Avro longs (zigzag varints), one per row."""
-    signed = values.astype(np.int64)
-    zigzag = ((signed << 1) ^ (signed >> 63)).view(np.uint64)
-    widths = np.ones(len(zigzag), np.int64)
-    for k in range(1, 10):
-        longer = zigzag >= np.uint64(1 << (7 * k))
-        if not longer.any():
-            break
-        widths += longer
-    width = int(widths.max(initial=1))
-    table = np.empty((len(zigzag), width), np.uint8)
-    for k in range(width):
-        more = np.where(widths > k + 1, 0x80, 0).astype(np.uint8)
-        table[:, k] = ((zigzag >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8) | more
-    return _Encoded(table[np.arange(width) < widths[:, None]], _offsets(widths))
+    data, ends = zigzag_varints(values.astype(np.int64))
+    offsets = np.zeros(len(ends) + 1, np.int64)
+    offsets[1:] = ends
+    return _Encoded(data, offsets)
 
 
 def _concat(parts: Sequence[_Encoded]) -> _Encoded:

@@ -15,8 +15,9 @@ import numpy as np
 import pyarrow as pa
 
 from dagster_paimon.io.orc.codecs import Codec
-from dagster_paimon.io.orc.proto import BYTES, VARINT, Field, encode, varint, zigzag
+from dagster_paimon.io.orc.proto import BYTES, VARINT, Field, encode
 from dagster_paimon.io.orc.stats import DECIMAL, HAS_NULL, NUMBER_OF_VALUES, decimal_text
+from dagster_paimon.io.varint import varint, zigzag, zigzag_varints
 
 MAX_PRECISION = 18  # unscaled values fit an int64: ORC's Decimal64 columns
 # Stream.Kind and ColumnEncoding.Kind of orc_proto.proto
@@ -79,38 +80,6 @@ def unscaled(array: pa.Array) -> np.ndarray:
     return words[2 * array.offset : 2 * (array.offset + len(array)) : 2]
 
 
-def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zigzag base-128 varints of int64 values, and each one's end offset.
-
-    Septet k of every value is computed at once and stored at each value's start + k; when
-    every value has the same length the bytes are a values x length matrix instead.
-    """
-    zig = ((values << 1) ^ (values >> 63)).view(np.uint64)
-    top = int(zig.max()) if len(zig) else 0
-    width = max(1, -(-top.bit_length() // 7))
-    kind = np.uint32 if 7 * width <= 32 else np.uint64  # half the memory traffic when it fits
-    zig = zig.astype(kind)
-    lengths = np.ones(len(zig), dtype=np.uint8)
-    for k in range(1, width):
-        lengths += zig >= kind(1 << (7 * k))
-    ends = np.cumsum(lengths, dtype=np.int64)
-    shortest = int(lengths.min()) if len(zig) else width
-    fixed = shortest == width
-    out = np.empty((len(zig), width) if fixed else int(ends[-1]), dtype=np.uint8)
-    starts = ends - lengths
-    for k in range(width):
-        septet = ((zig >> kind(7 * k)) & kind(0x7F)).astype(np.uint8)
-        septet |= (lengths > k + 1).view(np.uint8) << 7
-        if fixed:
-            out[:, k] = septet
-        elif k < shortest:
-            out[starts + k] = septet
-        else:
-            pick = lengths > k
-            out[starts[pick] + k] = septet[pick]
-    return out.reshape(-1), ends
-
-
 def _scale_run(count: int, value: int) -> bytes:
     """One RLEv2 run of `count` (1..512) equal small values, zigzag-encoded `value`."""
     if count < 3:  # DIRECT, 8 bits per value
@@ -147,7 +116,7 @@ def encoded_decimal(array: pa.Array, scale: int, codec: Codec, stride: int) -> E
     slots = unscaled(array)
     valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else None
     values = np.ascontiguousarray(slots[valid] if valid is not None else slots)
-    data, ends = _varints(values)
+    data, ends = zigzag_varints(values)
     group_rows = np.arange(0, rows, stride) if stride else np.zeros(1, dtype=np.int64)
     before = (
         np.concatenate([[0], np.cumsum(valid)])[group_rows] if valid is not None else group_rows

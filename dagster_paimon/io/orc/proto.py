@@ -5,6 +5,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
+from dagster_paimon.io.varint import varint
+
 VARINT, FIXED64, BYTES, FIXED32 = 0, 1, 2, 5
 
 Field = tuple[int, int, int | bytes]  # number, wire type, value (raw bytes for fixed widths)
@@ -44,17 +46,6 @@ def decode(data: bytes | memoryview) -> list[Field]:
     return fields
 
 
-def varint(value: int) -> bytes:
-    """An unsigned varint (negative int32/int64 as their 64-bit two's complement)."""
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode(fields: Iterable[Field]) -> bytes:
     """A message from fields, in the order given."""
     out = bytearray()
@@ -67,16 +58,6 @@ def encode(fields: Iterable[Field]) -> bytes:
         else:
             out += bytes(value)  # type: ignore[arg-type]
     return bytes(out)
-
-
-def unzigzag(value: int) -> int:
-    """A sint32/sint64 from its zigzag varint."""
-    return (value >> 1) ^ -(value & 1)
-
-
-def zigzag(value: int) -> int:
-    """The zigzag varint of a sint32/sint64."""
-    return (value << 1) ^ (value >> 63)
 
 
 def as_double(raw: bytes) -> float:

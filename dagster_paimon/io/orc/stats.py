@@ -21,10 +21,8 @@ from dagster_paimon.io.orc.proto import (
     double,
     encode,
     packed,
-    unzigzag,
-    varint,
-    zigzag,
 )
+from dagster_paimon.io.varint import unzigzag, varint, zigzag
 
 # Type.Kind of orc_proto.proto
 BOOLEAN, BYTE, SHORT, INT, LONG, FLOAT, DOUBLE, STRING, BINARY, TIMESTAMP = range(10)
