@@ -6,20 +6,24 @@ import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.index.HashBucketAssigner;
+import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaChange;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.KeyAndBucketExtractor;
 import org.apache.paimon.table.sink.StreamTableCommit;
 import org.apache.paimon.table.sink.StreamTableWrite;
 import org.apache.paimon.table.sink.StreamWriteBuilder;
-import org.apache.paimon.table.source.DataSplit;
-import org.apache.paimon.table.source.Split;
+import org.apache.paimon.table.sink.TableWrite;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DataTypeRoot;
 import org.apache.paimon.types.DataTypes;
@@ -27,6 +31,8 @@ import org.apache.paimon.types.RowKind;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -47,37 +53,257 @@ import java.util.Map;
  * <p>Each stdin line is one step: a JSON array of rows, each [rowKind, value, ...] with rowKind
  * one of +I, -U, +U, -D, committed as one commit; or the string "compact", Paimon's own full
  * compaction of every bucket (of a write-only table by a dedicated compaction job, as Flink runs
- * one, with write-only switched off).
- * Prints one line per step: {"step": N, "messages": M}.
+ * one, with write-only switched off); or {"addColumn": [name, type]}, a schema change through the
+ * catalog (the writer then restarts on the new schema); or {"tag": name}, a tag of the latest
+ * snapshot. A stream job waits for its compaction at each commit where Flink's sink does
+ * (lookup-based tables). Dynamic-bucket tables (bucket -1) get their buckets from Paimon's HashBucketAssigner,
+ * as Flink's dynamic-bucket sink assigns them.
+ * Prints one line per step: {"step": N, "messages": M, "snapshot": latest snapshot id or null}.
+ *
+ * <p>With the single argument --jobs, each stdin line is one table's job instead, {"warehouse":
+ * ..., "database": ..., "table": ..., "mode": ..., "spec": {...} or absent, "steps": [...]}, run
+ * one after another in this JVM; every output line then starts with "job": its index, and a job
+ * that fails prints {"job": N, "error": ...} and the next job runs.
  */
 public class PaimonWrite {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     public static void main(String[] args) throws Exception {
-        Options options = new Options();
-        options.set("warehouse", args[0]);
-        Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
-        Identifier id = Identifier.create(args[1], args[2]);
-        boolean stream = args[3].equals("stream");
-        if (args.length > 4) {
-            catalog.createDatabase(args[1], true);
-            catalog.createTable(id, schema(JSON.readTree(args[4])), true);
-        }
-        Table table = catalog.getTable(id);
-        Table compacting = table.copy(Collections.singletonMap("write-only", "false"));
         BufferedReader in =
                 new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        List<String> steps = new ArrayList<>();
+        List<String> lines = new ArrayList<>();
         for (String line = in.readLine(); line != null; line = in.readLine()) {
             if (!line.isBlank()) {
-                steps.add(line);
+                lines.add(line);
             }
         }
-        if (stream) {
-            streamSteps(table, compacting, steps);
-        } else {
-            batchSteps(table, compacting, steps);
+        if (args.length == 1 && args[0].equals("--jobs")) {
+            for (int job = 0; job < lines.size(); job++) {
+                JsonNode spec = JSON.readTree(lines.get(job));
+                List<String> steps = new ArrayList<>();
+                spec.get("steps").forEach(step -> steps.add(step.toString()));
+                String prefix = "{\"job\":" + job + ",";
+                try {
+                    run(
+                            spec.get("warehouse").asText(),
+                            spec.get("database").asText(),
+                            spec.get("table").asText(),
+                            spec.get("mode").asText().equals("stream"),
+                            spec.hasNonNull("spec") ? spec.get("spec") : null,
+                            steps,
+                            prefix);
+                } catch (Throwable e) {
+                    StringWriter trace = new StringWriter();
+                    e.printStackTrace(new PrintWriter(trace));
+                    System.out.println(
+                            prefix + "\"error\":" + JSON.writeValueAsString(trace.toString()) + "}");
+                }
+            }
+            return;
         }
+        JsonNode spec = args.length > 4 ? JSON.readTree(args[4]) : null;
+        run(args[0], args[1], args[2], args[3].equals("stream"), spec, lines, "{");
+    }
+
+    private static void run(
+            String warehouse,
+            String database,
+            String name,
+            boolean stream,
+            JsonNode spec,
+            List<String> steps,
+            String prefix)
+            throws Exception {
+        Options options = new Options();
+        options.set("warehouse", warehouse);
+        Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
+        Identifier id = Identifier.create(database, name);
+        if (spec != null) {
+            catalog.createDatabase(database, true);
+            catalog.createTable(id, schema(spec), true);
+        }
+        Writer writer = new Writer(catalog, id, stream);
+        int step = 0;
+        try {
+            for (String line : steps) {
+                JsonNode parsed = JSON.readTree(line);
+                int messages = 0;
+                if (parsed.isObject() && parsed.has("addColumn")) {
+                    JsonNode column = parsed.get("addColumn");
+                    writer.close();
+                    catalog.alterTable(
+                            id,
+                            SchemaChange.addColumn(
+                                    column.get(0).asText(), type(column.get(1).asText())),
+                            false);
+                    writer = new Writer(catalog, id, stream);
+                } else if (parsed.isObject() && parsed.has("tag")) {
+                    writer.table.createTag(parsed.get("tag").asText());
+                } else if (parsed.isTextual() && parsed.asText().equals("compact")) {
+                    messages = writer.compact();
+                } else {
+                    messages = writer.write(parsed);
+                }
+                Long latest = writer.table.snapshotManager().latestSnapshotId();
+                System.out.println(
+                        prefix
+                                + "\"step\":"
+                                + step++
+                                + ",\"messages\":"
+                                + messages
+                                + ",\"snapshot\":"
+                                + latest
+                                + "}");
+            }
+        } finally {
+            writer.close();
+        }
+    }
+
+    /** One table's writer: a long-lived stream job, or a batch job per step. */
+    private static class Writer {
+        final FileStoreTable table;
+        final Table compacting;
+        final boolean stream;
+        final boolean writeOnly;
+        final boolean dynamic;
+        final boolean waitCompaction;
+        StreamWriteBuilder builder;
+        StreamTableWrite write;
+        StreamTableCommit commit;
+        HashBucketAssigner assigner;
+        long identifier = 0;
+
+        Writer(Catalog catalog, Identifier id, boolean stream) throws Exception {
+            this.table = (FileStoreTable) catalog.getTable(id);
+            this.compacting = table.copy(Collections.singletonMap("write-only", "false"));
+            this.stream = stream;
+            this.writeOnly = table.options().getOrDefault("write-only", "false").equals("true");
+            this.dynamic = table.options().getOrDefault("bucket", "-1").equals("-1");
+            this.waitCompaction = !writeOnly && needLookup(table.options());
+            if (stream) {
+                builder = table.newStreamWriteBuilder();
+                write = builder.newWrite();
+                write.withIOManager(ioManager());
+                commit = builder.newCommit();
+                assigner = dynamic ? assigner(table, builder.commitUser()) : null;
+            }
+        }
+
+        int write(JsonNode rows) throws Exception {
+            if (!stream) {
+                BatchWriteBuilder batch = table.newBatchWriteBuilder();
+                try (BatchTableWrite batchWrite = batch.newWrite();
+                        BatchTableCommit batchCommit = batch.newCommit()) {
+                    batchWrite.withIOManager(ioManager());
+                    HashBucketAssigner batchAssigner =
+                            dynamic ? assigner(table, "batch-" + System.nanoTime()) : null;
+                    writeRows(batchWrite, batchAssigner, rows);
+                    List<CommitMessage> messages = batchWrite.prepareCommit();
+                    batchCommit.commit(messages);
+                    return messages.size();
+                }
+            }
+            writeRows(write, assigner, rows);
+            List<CommitMessage> messages = write.prepareCommit(waitCompaction, ++identifier);
+            if (assigner != null) {
+                assigner.prepareCommit(identifier);
+            }
+            commit.commit(identifier, messages);
+            return messages.size();
+        }
+
+        private void writeRows(TableWrite target, HashBucketAssigner bucketAssigner, JsonNode rows)
+                throws Exception {
+            KeyAndBucketExtractor<org.apache.paimon.data.InternalRow> extractor =
+                    table.createRowKeyExtractor();
+            for (JsonNode values : rows) {
+                GenericRow row = row(table, values);
+                if (bucketAssigner == null) {
+                    target.write(row);
+                } else {
+                    extractor.setRecord(row);
+                    int bucket =
+                            bucketAssigner.assign(
+                                    extractor.partition(), extractor.trimmedPrimaryKey().hashCode());
+                    target.write(row, bucket);
+                }
+            }
+        }
+
+        int compact() throws Exception {
+            if (!stream) {
+                BatchWriteBuilder batch = compacting.newBatchWriteBuilder();
+                try (BatchTableWrite batchWrite = batch.newWrite();
+                        BatchTableCommit batchCommit = batch.newCommit()) {
+                    batchWrite.withIOManager(ioManager());
+                    for (Object[] bucket : buckets(compacting).values()) {
+                        batchWrite.compact((BinaryRow) bucket[0], (int) bucket[1], true);
+                    }
+                    List<CommitMessage> messages = batchWrite.prepareCommit();
+                    batchCommit.commit(messages);
+                    return messages.size();
+                }
+            }
+            if (!writeOnly) {
+                // The job compacts its own buckets, as a Flink writer without write-only does.
+                for (Object[] bucket : buckets(table).values()) {
+                    write.compact((BinaryRow) bucket[0], (int) bucket[1], true);
+                }
+                List<CommitMessage> messages = write.prepareCommit(true, ++identifier);
+                commit.commit(identifier, messages);
+                return messages.size();
+            }
+            // A dedicated compaction job: its own writer and commit user.
+            StreamWriteBuilder compactBuilder = compacting.newStreamWriteBuilder();
+            try (StreamTableWrite compactWrite = compactBuilder.newWrite();
+                    StreamTableCommit compactCommit = compactBuilder.newCommit()) {
+                compactWrite.withIOManager(ioManager());
+                for (Object[] bucket : buckets(compacting).values()) {
+                    compactWrite.compact((BinaryRow) bucket[0], (int) bucket[1], true);
+                }
+                List<CommitMessage> messages = compactWrite.prepareCommit(true, ++identifier);
+                compactCommit.commit(identifier, messages);
+                return messages.size();
+            }
+        }
+
+        void close() throws Exception {
+            if (write != null) {
+                write.close();
+                commit.close();
+                write = null;
+            }
+        }
+    }
+
+    /**
+     * Whether Flink's sink waits for the writer's compaction at each checkpoint: lookup-based
+     * tables (lookup changelog, deletion vectors, first-row) with changelog-producer.lookup-wait
+     * (CoreOptions.prepareCommitWaitCompaction), so every commit leaves no level-0 file behind.
+     */
+    private static boolean needLookup(Map<String, String> options) {
+        boolean lookup =
+                options.getOrDefault("changelog-producer", "none").equals("lookup")
+                        || options.getOrDefault("deletion-vectors.enabled", "false").equals("true")
+                        || options.getOrDefault("merge-engine", "deduplicate").equals("first-row");
+        return lookup
+                && options.getOrDefault("changelog-producer.lookup-wait", "true").equals("true");
+    }
+
+    /** Paimon's assigner for one writer of a dynamic-bucket table: it alone assigns. */
+    private static HashBucketAssigner assigner(FileStoreTable table, String commitUser) {
+        long target =
+                Long.parseLong(
+                        table.options().getOrDefault("dynamic-bucket.target-row-num", "2000000"));
+        return new HashBucketAssigner(
+                table.snapshotManager(),
+                commitUser,
+                table.store().newIndexFileHandler(),
+                1,
+                1,
+                0,
+                target);
     }
 
     private static Schema schema(JsonNode spec) {
@@ -147,87 +373,15 @@ public class PaimonWrite {
         return IOManager.create(System.getProperty("java.io.tmpdir"));
     }
 
-    /** Every (partition, bucket) holding files in the latest snapshot. */
-    private static Map<String, Object[]> buckets(Table table) {
-        Map<String, Object[]> found = new LinkedHashMap<>();
-        for (Split split : table.newReadBuilder().newScan().plan().splits()) {
-            DataSplit data = (DataSplit) split;
-            BinaryRow partition = data.partition();
+    /** Every (partition, bucket) holding files in the latest snapshot, level 0 included (a
+     * batch scan of a deletion-vector or first-row table skips level 0). */
+    private static Map<List<Object>, Object[]> buckets(Table table) {
+        Map<List<Object>, Object[]> found = new LinkedHashMap<>();
+        for (ManifestEntry entry : ((FileStoreTable) table).store().newScan().plan().files()) {
+            BinaryRow partition = entry.partition();
             found.putIfAbsent(
-                    partition.toString() + "/" + data.bucket(),
-                    new Object[] {partition, data.bucket()});
+                    List.of(partition, entry.bucket()), new Object[] {partition, entry.bucket()});
         }
         return found;
-    }
-
-    private static void streamSteps(Table table, Table compacting, List<String> steps)
-            throws Exception {
-        boolean writeOnly = table.options().getOrDefault("write-only", "false").equals("true");
-        long identifier = 0;
-        int step = 0;
-        StreamWriteBuilder builder = table.newStreamWriteBuilder();
-        StreamTableWrite write = builder.newWrite();
-        write.withIOManager(ioManager());
-        StreamTableCommit commit = builder.newCommit();
-        for (String line : steps) {
-            List<CommitMessage> messages;
-            boolean compact = line.trim().equals("\"compact\"");
-            if (compact && !writeOnly) {
-                // The job compacts its own buckets, as a Flink writer without write-only does.
-                for (Object[] bucket : buckets(table).values()) {
-                    write.compact((BinaryRow) bucket[0], (int) bucket[1], true);
-                }
-                messages = write.prepareCommit(true, ++identifier);
-                commit.commit(identifier, messages);
-            } else if (compact) {
-                // A dedicated compaction job: its own writer and commit user.
-                StreamWriteBuilder compactBuilder = compacting.newStreamWriteBuilder();
-                try (StreamTableWrite compactWrite = compactBuilder.newWrite();
-                        StreamTableCommit compactCommit = compactBuilder.newCommit()) {
-                    compactWrite.withIOManager(ioManager());
-                    for (Object[] bucket : buckets(compacting).values()) {
-                        compactWrite.compact((BinaryRow) bucket[0], (int) bucket[1], true);
-                    }
-                    messages = compactWrite.prepareCommit(true, ++identifier);
-                    compactCommit.commit(identifier, messages);
-                }
-            } else {
-                for (JsonNode values : JSON.readTree(line)) {
-                    write.write(row(table, values));
-                }
-                messages = write.prepareCommit(false, ++identifier);
-                commit.commit(identifier, messages);
-            }
-            System.out.println("{\"step\":" + step++ + ",\"messages\":" + messages.size() + "}");
-        }
-        write.close();
-        commit.close();
-    }
-
-    private static void batchSteps(Table table, Table compacting, List<String> steps)
-            throws Exception {
-        int step = 0;
-        for (String line : steps) {
-            boolean compact = line.trim().equals("\"compact\"");
-            BatchWriteBuilder builder = (compact ? compacting : table).newBatchWriteBuilder();
-            int count;
-            try (BatchTableWrite write = builder.newWrite();
-                    BatchTableCommit commit = builder.newCommit()) {
-                write.withIOManager(ioManager());
-                if (compact) {
-                    for (Object[] bucket : buckets(compacting).values()) {
-                        write.compact((BinaryRow) bucket[0], (int) bucket[1], true);
-                    }
-                } else {
-                    for (JsonNode values : JSON.readTree(line)) {
-                        write.write(row(table, values));
-                    }
-                }
-                List<CommitMessage> messages = write.prepareCommit();
-                count = messages.size();
-                commit.commit(messages);
-            }
-            System.out.println("{\"step\":" + step++ + ",\"messages\":" + count + "}");
-        }
     }
 }

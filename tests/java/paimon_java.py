@@ -16,8 +16,10 @@ import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,6 +174,63 @@ class PaimonJava:
         stdin = "".join(json.dumps(step) + "\n" for step in steps)
         out = self._run("Java writer", "PaimonWrite", *args, stdin=stdin)
         return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+    def _start(self, harness: str, lines: list[dict]) -> Callable[[], tuple[int, str, str]]:
+        """A harness in --jobs mode, running while the caller does other work; the returned
+        call waits for its exit code, stdout and stderr (files, so no pipe ever fills)."""
+        scratch = Path(tempfile.mkdtemp(prefix=f"{harness}-"))
+        (scratch / "in").write_text("".join(json.dumps(line) + "\n" for line in lines))
+        with (
+            (scratch / "in").open() as stdin,
+            (scratch / "out").open("w") as stdout,
+            (scratch / "err").open("w") as stderr,
+        ):  # the child keeps its own descriptors
+            process = subprocess.Popen(
+                ["java", "-cp", self.classpath, harness, "--jobs"],
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+            )
+
+        def wait() -> tuple[int, str, str]:
+            try:
+                code = process.wait(timeout=600)
+                return code, (scratch / "out").read_text(), (scratch / "err").read_text()
+            finally:
+                shutil.rmtree(scratch)
+
+        return wait
+
+    def _finish(
+        self, what: str, waiting: Callable[[], tuple[int, str, str]], count: int
+    ) -> list[list[dict]]:
+        """Each job's output lines, grouped by job: a failed job's lines end in {"error": ...}."""
+        code, out, err = waiting()
+        if code != 0:
+            raise AssertionError(f"Paimon {self.version.name}'s {what} failed:\n{err[-4000:]}")
+        jobs: list[list[dict]] = [[] for _ in range(count)]
+        for line in out.splitlines():
+            if line.startswith("{"):
+                parsed = json.loads(line)
+                jobs[parsed.pop("job")].append(parsed)
+        return jobs
+
+    def start_writes(self, jobs: list[dict]) -> Callable[[], list[list[dict]]]:
+        """Many tables' writes in one JVM, started now; the returned call waits for them.
+
+        Each job is {"warehouse", "database", "table", "mode": "stream"|"batch", "spec"
+        (optional), "steps"} (steps as for `write`); each result is the job's step lines
+        ({"step", "messages", "snapshot"}), or ends in {"error": Java's stack trace}."""
+        process = self._start("PaimonWrite", jobs)
+        return lambda: self._finish("Java writer", process, len(jobs))
+
+    def start_reads(self, reads: list[dict]) -> Callable[[], list[dict]]:
+        """Many reads in one JVM, started now; the returned call waits for them.
+
+        Each read is {"warehouse", "database", "table", "snapshot" or "tag" (optional)}; each
+        result is {"fields": [...], "rows": [[...], ...]} or {"error": Java's stack trace}."""
+        process = self._start("PaimonRead", reads)
+        return lambda: [lines[0] for lines in self._finish("Java reader", process, len(reads))]
 
     def orc_rows(self, path: str, seeks: list[int]) -> tuple[list[list], dict[int, list]]:
         """Paimon's bundled ORC reader on one file: every row as text (None for null), and the
