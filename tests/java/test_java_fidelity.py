@@ -84,13 +84,14 @@ def comparable(entry: dict) -> tuple:
 
 
 def index_records(warehouse: Path, snapshot: dict) -> list[dict]:
-    """The index manifest's records without index file names and sizes."""
+    """The index manifest's records without index file names, sizes and null fields."""
     if snapshot.get("indexManifest") is None:
         return []
     records = avro_records(warehouse / TABLE / "manifest" / snapshot["indexManifest"])
     drop = ("_FILE_NAME", "_FILE_SIZE")
     return sorted(
-        ({k: v for k, v in r.items() if k not in drop} for r in records),
+        # nullable fields a newer schema adds read as absent (`_EXTERNAL_PATH`, `_GLOBAL_INDEX`)
+        ({k: v for k, v in r.items() if k not in drop and v is not None} for r in records),
         key=lambda r: (r["_PARTITION"], r["_BUCKET"]),
     )
 
