@@ -25,7 +25,7 @@ import os
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,6 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from dagster_paimon import cli
-from dagster_paimon.io.manifest_compat import fill_defaults
 from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
@@ -43,6 +42,7 @@ from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.table import TableRef, open_table
 from tests.java.paimon_java import PAIMON_0_9, PAIMON_1_0, PaimonJava
+from tests.java.test_java_tables import pypaimon_reads_java_manifests
 from tests.lsm.kvmodel import read_rows
 
 pytestmark = pytest.mark.slow
@@ -479,20 +479,6 @@ class TableRun:
             for p in tag_dir.iterdir()
             if p.name.startswith("tag-")
         }
-
-
-@contextlib.contextmanager
-def pypaimon_reads_java_manifests() -> Iterator[None]:
-    """pypaimon's reader (the oracle) with defaults for manifest fields Java 0.9/1.0 omit: a
-    shim over pypaimon alone (its KeyError '_VALUE_STATS_COLS'), so data reading stays its own."""
-    original = ManifestFileManager._get_value_stats_fields
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            ManifestFileManager,
-            "_get_value_stats_fields",
-            lambda self, file_dict, schema: original(self, fill_defaults(file_dict), schema),
-        )
-        yield
 
 
 def level0_files(run: TableRun, snapshot: int) -> tuple[int, str]:
