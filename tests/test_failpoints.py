@@ -27,6 +27,7 @@ import pytest
 from dagster_paimon import failpoints as fp
 from dagster_paimon.io.index import deletion_indexes
 from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, create_table, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
 from tests.crash_child import BREAK_COMMIT_ENV, IDENTIFIER, Zygote, run_child
@@ -451,3 +452,36 @@ def test_renumbered_ingest_crash(failpoint, template, zygote, tmp_path):
     assert not diff_rows(rows_by_key(fresh_table(warehouse), KEY), after_both)
     assert_orphans_removed(zygote, warehouse)
     assert not diff_rows(rows_by_key(fresh_table(warehouse), KEY), after_both)
+
+
+@pytest.fixture(scope="module")
+def sidecar_template(tmp_path_factory) -> DvTemplate:
+    """A table whose data files carry a bloom-filter index as a `.index` sidecar file."""
+    warehouse = tmp_path_factory.mktemp("sidecar") / "warehouse"
+    warehouse.mkdir()
+    options = {"file-index.bloom-filter.columns": "v", "file-index.in-manifest-threshold": "1 b"}
+    table = create_table(str(warehouse), orders_spec(**options))
+    model: dict = {}
+    for commit in range(3):
+        write_with_pypaimon(table, orders_batch(commit))
+        _apply(model, orders_batch(commit).to_pylist())
+    return DvTemplate(warehouse, dict(model), dict(model))
+
+
+@pytest.mark.parametrize("failpoint", WRITE_STEPS)
+def test_file_index_compaction_crash(failpoint, sidecar_template, zygote, tmp_path):
+    """A compaction writing index sidecars, killed at each step: rows as committed, and once
+    it reruns and orphans are removed no data file or sidecar is left unreferenced."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(sidecar_template.warehouse, warehouse)
+    crashed = zygote.run("compact", str(warehouse), {"full": True}, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+    assert rows_by_key(fresh_table(warehouse), KEY) == sidecar_template.written
+
+    rerun = zygote.run("compact", str(warehouse), {"full": True})
+    assert rerun.returncode == 0, rerun.describe()
+    table = fresh_table(warehouse)
+    assert rows_by_key(table, KEY) == sidecar_template.written
+    latest = table.snapshot_manager().get_latest_snapshot()
+    assert all(e.file.extra_files for e in live_entries(table, latest))
+    assert_orphans_removed(zygote, warehouse)
