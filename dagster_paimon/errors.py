@@ -8,27 +8,42 @@ class DagsterPaimonError(Exception):
     """Root of every error dagster-paimon raises deliberately."""
 
 
-class WarehouseUnreachableError(DagsterPaimonError):
+class InputError(DagsterPaimonError):
+    """The caller asked for something that cannot be done as asked; nothing was changed.
+
+    The CLI exits 2 for these (and for usage errors) only: fix the input and run again.
+    """
+
+
+class InvalidArgumentError(InputError, ValueError):
+    """An argument is malformed or out of range: a duration, a partition spec, a mode, a name."""
+
+
+class InternalError(DagsterPaimonError, RuntimeError):
+    """An invariant of dagster-paimon itself failed: a bug to report, never the caller's input."""
+
+
+class WarehouseUnreachableError(InputError):
     """The warehouse location cannot be listed or does not exist."""
 
 
-class DatabaseNotFoundError(DagsterPaimonError):
+class DatabaseNotFoundError(InputError):
     """The database named in a table identifier does not exist in the warehouse."""
 
 
-class TableNotFoundError(DagsterPaimonError):
+class TableNotFoundError(InputError):
     """The table named in an identifier does not exist in its database."""
 
 
-class InvalidTableSpecError(DagsterPaimonError):
+class InvalidTableSpecError(InputError):
     """A table spec contradicts itself or Paimon's rules for primary-key tables."""
 
 
-class InvalidOptionError(DagsterPaimonError):
+class InvalidOptionError(InputError):
     """A table option has an unknown or malformed value."""
 
 
-class SnapshotNotFoundError(DagsterPaimonError):
+class SnapshotNotFoundError(InputError):
     """A requested snapshot id does not exist (never written, or expired)."""
 
 
@@ -36,7 +51,7 @@ class CorruptMetadataError(DagsterPaimonError):
     """Snapshot, manifest or level metadata violates an LSM invariant."""
 
 
-class SchemaMismatchError(DagsterPaimonError):
+class SchemaMismatchError(InputError):
     """Data or an existing table does not match the schema it is used with."""
 
 
