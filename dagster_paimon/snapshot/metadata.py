@@ -15,7 +15,6 @@ from io import BytesIO
 from typing import TypeVar
 
 import fastavro
-from pypaimon.common.json_util import JSON
 from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
@@ -25,6 +24,7 @@ from dagster_paimon.errors import MaintenanceAbortedError
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.paths import bucket_file_path
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.resolve import read_json
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.pool import parallel_map
 
@@ -118,11 +118,7 @@ class TableMetadata:
 
     def read_json(self, path: str, cls: type[T]) -> T | None:
         """A snapshot-like JSON file, or None if it does not exist (expired meanwhile)."""
-        try:
-            text = self.file_io.read_file_utf8(path)
-        except FileNotFoundError:
-            return None
-        return JSON.from_json(text, cls)
+        return read_json(self.file_io, path, cls)
 
     def snapshot_path(self, snapshot_id: int, branch: Branch | None = None) -> str:
         """Path of snapshot-<id> in a branch (main by default)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+from pypaimon.common.file_io import FileIO
 from pypaimon.common.json_util import JSON
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
@@ -9,6 +12,18 @@ from pypaimon.table.file_store_table import FileStoreTable
 from dagster_paimon.errors import SnapshotNotFoundError
 
 APPEND, OVERWRITE, COMPACT = "APPEND", "OVERWRITE", "COMPACT"
+
+T = TypeVar("T")
+
+
+def read_json(file_io: FileIO, path: str, cls: type[T]) -> T | None:
+    """A snapshot, changelog or tag file, or None when it does not exist (expired meanwhile);
+    read without a separate existence probe, which object stores charge for."""
+    try:
+        text = file_io.read_file_utf8(path)
+    except FileNotFoundError:
+        return None
+    return JSON.from_json(text, cls)
 
 
 def latest_snapshot_id(table: FileStoreTable) -> int | None:
@@ -31,12 +46,9 @@ def latest_snapshot_id(table: FileStoreTable) -> int | None:
 
 
 def read_snapshot(table: FileStoreTable, snapshot_id: int) -> Snapshot | None:
-    """One snapshot, or None when it does not exist (read without a separate existence probe)."""
-    try:
-        text = table.file_io.read_file_utf8(table.snapshot_manager().get_snapshot_path(snapshot_id))
-    except FileNotFoundError:
-        return None
-    return JSON.from_json(text, Snapshot)
+    """One snapshot, or None when it does not exist."""
+    path = table.snapshot_manager().get_snapshot_path(snapshot_id)
+    return read_json(table.file_io, path, Snapshot)
 
 
 def resolve_snapshot(table: FileStoreTable, snapshot_id: int | None) -> Snapshot | None:
