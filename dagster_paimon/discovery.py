@@ -19,7 +19,12 @@ from typing import Any
 import pyarrow as pa
 from pypaimon.catalog.catalog_exception import DatabaseNotExistException, TableNotExistException
 
-from dagster_paimon.errors import DagsterPaimonError, TableNotFoundError, WarehouseUnreachableError
+from dagster_paimon.errors import (
+    DagsterPaimonError,
+    InvalidArgumentError,
+    TableNotFoundError,
+    WarehouseUnreachableError,
+)
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.options import bucket
 from dagster_paimon.table import open_catalog
@@ -105,7 +110,7 @@ class Discovery:
         """State written by to_json; another version is refused, not half-read."""
         data = json.loads(text)
         if data.get("version") != STATE_VERSION:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"discovered-tables state has version {data.get('version')!r}, expected "
                 f"{STATE_VERSION}: refresh the state"
             )

@@ -14,6 +14,7 @@ from pypaimon.catalog.catalog_exception import (
 )
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.arguments import parse_identifier
 from dagster_paimon.errors import (
     DatabaseNotFoundError,
     InvalidTableSpecError,
@@ -25,14 +26,6 @@ from dagster_paimon.errors import (
 from dagster_paimon.options import BUCKET, DYNAMIC_BUCKET, POSTPONE_BUCKET
 from dagster_paimon.redaction import masked_options
 from dagster_paimon.storage.warehouse import warehouse_for
-
-
-def parse_identifier(identifier: str) -> tuple[str, str]:
-    """Split 'db.table' so every entry point rejects malformed names the same way."""
-    database, sep, name = identifier.partition(".")
-    if not sep or not database or not name or "." in name:
-        raise ValueError(f"table identifier must look like DB.TABLE, got {identifier!r}")
-    return database, name
 
 
 @dataclass(frozen=True)

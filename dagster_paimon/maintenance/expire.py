@@ -18,7 +18,7 @@ from pypaimon.common.json_util import JSON
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import StaleMaintenancePlanError
+from dagster_paimon.errors import InvalidArgumentError, StaleMaintenancePlanError
 from dagster_paimon.failpoints import (
     DATA_FILES_EXPIRED,
     METADATA_EXPIRED,
@@ -418,7 +418,9 @@ def _plan(
 ) -> ExpiryPlan:
     """plan_expiry through a given metadata reader (whose manifest reads it keeps)."""
     if target not in (SNAPSHOTS, CHANGELOGS):
-        raise ValueError(f"target must be {SNAPSHOTS!r} or {CHANGELOGS!r}, got {target!r}")
+        raise InvalidArgumentError(
+            f"target must be {SNAPSHOTS!r} or {CHANGELOGS!r}, got {target!r}"
+        )
     table = meta.table
     check_supported_layout(table.table_schema, operation=EXPIRY)
     options = table.table_schema.options

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.errors import InvalidArgumentError, MaintenanceAbortedError
 from dagster_paimon.io.external import (
     BUCKET_DIR_NAME,
     ENTROPY_DIR_NAMES,
@@ -234,7 +234,9 @@ def plan_orphan_removal(
 ) -> OrphanPlan:
     """List old unreferenced files; reads only."""
     if older_than_ms <= 0:
-        raise ValueError("older-than must be positive: younger files may belong to a commit")
+        raise InvalidArgumentError(
+            "older-than must be positive: younger files may belong to a commit"
+        )
     check_supported_layout(table.table_schema, operation=ORPHAN_REMOVAL)
     layout = external_layout(table)  # refuses external-path options we cannot honour
     meta = TableMetadata(table, files or table_files(table))
