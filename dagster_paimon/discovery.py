@@ -107,7 +107,10 @@ class Discovery:
 
     @classmethod
     def from_json(cls, text: str) -> Discovery:
-        """State written by to_json; another version is refused, not half-read."""
+        """State written by to_json; another version is refused, not half-read.
+
+        Raises InvalidArgumentError (state of another version).
+        """
         data = json.loads(text)
         if data.get("version") != STATE_VERSION:
             raise InvalidArgumentError(
@@ -134,7 +137,11 @@ def discover_tables(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
 ) -> Discovery:
-    """Every primary-key table of the warehouse whose name the patterns select."""
+    """Every primary-key table of the warehouse whose name the patterns select.
+
+    Raises WarehouseUnreachableError (or an S3 subclass), TableNotFoundError (no primary-key table
+    matches the patterns).
+    """
     catalog = open_catalog(warehouse, catalog_options)
     try:
         databases = sorted(catalog.list_databases())

@@ -23,6 +23,9 @@ class PaimonTableSpec(TableSpec):
     `compaction.max-size-amplification-percent`; set them to compact earlier or later.
     `warehouse_key` and `spark_key` name the resources (PaimonWarehouse, a PySpark resource)
     every definition of the table uses.
+
+    Raises InvalidArgumentError (a partitioned spec without partition_mapping for several keys) and,
+    from validate, InvalidTableSpecError.
     """
 
     partitions_def: PartitionsDefinition | None = None

@@ -28,6 +28,10 @@ def ingest_arrow(table: FileStoreTable, data: pa.Table, *, mode: str = "append")
 
     Overwrite replaces exactly the partitions `data` holds rows of (the whole table if it is
     unpartitioned). Bad input raises before anything is written; on failure nothing changes.
+
+    Raises InvalidArgumentError (mode), SchemaMismatchError (data that does not fit the table),
+    InvalidOptionError (a format or option we cannot write), UnsupportedLayoutError; not input:
+    CommitConflictError, TransientStoreError.
     """
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {list(MODES)}, got {mode!r}")

@@ -408,6 +408,11 @@ def plan_expiry(
 
     Retention comes from the table's snapshot.* (or changelog.*) options with `overrides` on
     top; `now_ms` is the clock the time retention is measured against.
+
+    Raises InvalidArgumentError (target; overrides: retain-min < 1, retain-max < retain-min, max-
+    deletes < 1, a negative time), InvalidOptionError (malformed retention options),
+    UnsupportedLayoutError; not input: MaintenanceAbortedError (an unreadable consumer, tag or
+    branch).
     """
     meta = TableMetadata(table, files or table_files(table))
     return _plan(meta, target, overrides, now_ms)
@@ -550,6 +555,8 @@ def expire(
 
     A plan that a tag, branch or consumer made stale before anything was deleted is made again,
     reading only the manifests that snapshots committed since added.
+
+    Raises as plan_expiry; then CommitConflictError, TransientStoreError (not input).
     """
     meta = TableMetadata(table, files or table_files(table))
     for replans in range(STALE_REPLANS + 1):
@@ -567,10 +574,18 @@ def expire(
 
 
 def expire_snapshots(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:
-    """Expire snapshots by snapshot.* retention; tags, consumers and branches keep theirs."""
+    """Expire snapshots by snapshot.* retention; tags, consumers and branches keep theirs.
+
+    Raises as plan_expiry (InvalidArgumentError for bad overrides, InvalidOptionError,
+    UnsupportedLayoutError).
+    """
     return expire(table, SNAPSHOTS, **kwargs)
 
 
 def expire_changelogs(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:
-    """Expire long-lived changelogs by changelog.* retention (falling back to snapshot.*)."""
+    """Expire long-lived changelogs by changelog.* retention (falling back to snapshot.*).
+
+    Raises as plan_expiry (InvalidArgumentError for bad overrides, InvalidOptionError,
+    UnsupportedLayoutError).
+    """
     return expire(table, CHANGELOGS, **kwargs)

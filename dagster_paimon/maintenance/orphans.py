@@ -232,7 +232,11 @@ def plan_orphan_removal(
     now_ms: int | None = None,
     files: TableFiles | None = None,
 ) -> OrphanPlan:
-    """List old unreferenced files; reads only."""
+    """List old unreferenced files; reads only.
+
+    Raises InvalidArgumentError (older-than not positive), InvalidOptionError (external-path options
+    we cannot honour), UnsupportedLayoutError; not input: MaintenanceAbortedError.
+    """
     if older_than_ms <= 0:
         raise InvalidArgumentError(
             "older-than must be positive: younger files may belong to a commit"
@@ -285,7 +289,12 @@ def remove_orphans(
     now_ms: int | None = None,
     files: TableFiles | None = None,
 ) -> OrphanResult:
-    """Find and (unless dry_run) delete orphan files older than the threshold."""
+    """Find and (unless dry_run) delete orphan files older than the threshold.
+
+    Raises InvalidArgumentError (older-than not positive), InvalidOptionError (external-path options
+    we cannot honour), UnsupportedLayoutError; not input: MaintenanceAbortedError,
+    TransientStoreError.
+    """
     return run_planned(
         lambda: plan_orphan_removal(table, older_than_ms=older_than_ms, now_ms=now_ms, files=files),
         lambda plan: execute_orphan_removal(table, plan, files=files),

@@ -242,6 +242,11 @@ def ingest_dataframe(
     its own on the driver. Input errors (schema, bucket mode) are raised before Spark runs
     anything; a failed task leaves the table at its previous snapshot with none of this write's
     files (files of attempts Spark itself abandons are orphans, for orphan removal).
+
+    Raises InvalidArgumentError (mode), WarehouseUnreachableError (or an S3 subclass: credentials,
+    access, bucket, endpoint), DatabaseNotFoundError, TableNotFoundError, InvalidTableSpecError (no
+    primary key), SchemaMismatchError (columns or values that do not fit), InvalidOptionError,
+    UnsupportedLayoutError; not input: CommitConflictError, TransientStoreError.
     """
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {list(MODES)}, got {mode!r}")
@@ -301,7 +306,11 @@ def ingest_files(
     mode: str = "append",
     catalog_options: Mapping[str, str] | None = None,
 ) -> IngestResult:
-    """Read parquet, CSV (with a header) or JSON lines from a path and ingest them."""
+    """Read parquet, CSV (with a header) or JSON lines from a path and ingest them.
+
+    Raises InvalidArgumentError (format, mode, a missing source path) and what ingest_dataframe
+    raises.
+    """
     if fmt not in FORMATS:
         raise InvalidArgumentError(f"format must be one of {list(FORMATS)}, got {fmt!r}")
     table = open_table(warehouse, identifier, catalog_options)

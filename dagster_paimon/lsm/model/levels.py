@@ -126,6 +126,9 @@ def read_levels(
     """Levels of every bucket, optionally only those whose partition matches every given value.
 
     with_stats keeps value statistics on the files, which compaction needs to re-commit them.
+
+    Raises InvalidArgumentError (a partition key the table lacks), SnapshotNotFoundError,
+    InvalidOptionError (a malformed table option).
     """
     return levels_at(table, resolve_snapshot(table, snapshot_id), partition, with_stats=with_stats)
 
