@@ -24,6 +24,7 @@ from dagster_paimon.arguments import parse_duration, parse_identifier, parse_par
 from dagster_paimon.errors import (
     DagsterPaimonError,
     InputError,
+    InternalError,
     InvalidArgumentError,
     TableNotFoundError,
     TransientStoreError,
@@ -804,7 +805,7 @@ def _failed(run: Run, error: Exception) -> int:
         return _report(run, transient, code, f"failed transiently: {transient}")
     if isinstance(error, InputError):
         return _report(run, error, EXIT_USAGE, f"error: {error}")
-    if isinstance(error, DagsterPaimonError | OSError):
+    if isinstance(error, DagsterPaimonError | OSError) and not isinstance(error, InternalError):
         return _report(run, error, EXIT_FAILURE, f"failed: {error}")
     log.error("unexpected failure, a bug in dagster-paimon", exc_info=error)
     return _report(run, error, EXIT_SOFTWARE, f"failed: {type(error).__name__}: {error}")
