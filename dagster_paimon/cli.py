@@ -254,7 +254,7 @@ def command(
 
         callback.__doc__ = handler.__doc__
         # the handler's own options (decorated before this one) go to the command
-        callback.__click_params__ = list(getattr(handler, "__click_params__", []))  # type: ignore[attr-defined]
+        vars(callback)["__click_params__"] = list(getattr(handler, "__click_params__", []))
         epilog = f"\b\nExample:\n  {example}"
         cmd = click.command(name, help=handler.__doc__, short_help=summary, epilog=epilog, **kwargs)
         return cmd(shared_options(callback))
@@ -673,14 +673,18 @@ def tables(
     )
     if not any(why is None for _, why in entries):
         raise TableNotFoundError(f"no primary-key table of database {database!r} matches")
-    rows = [_table_row(shared, name, why, options) for name, why in entries]
-    failed = [r for r in rows if r["error"]]
+    read = [_table_row(shared, name, why, options) for name, why in entries]
+    rows = [row for row, _ in read]
     text = _tables_text(rows)
-    if failed:
+    failures = [e for _, e in read if e is not None]
+    if failures:
         click.echo(json.dumps(rows) if shared.json else text)
+        bugs = [e for e in failures if _unexpected(e)]
+        if bugs:
+            raise bugs[0]  # exit 70 with its traceback: the rows above say which table
         raise TablesUnreadableError(
-            f"{len(failed)} of {len(rows)} tables could not be read: "
-            + ", ".join(r["table"] for r in failed)
+            f"{len(failures)} of {len(rows)} tables could not be read: "
+            + ", ".join(r["table"] for r in rows if r["error"])
         )
     return rows, text
 
@@ -691,12 +695,13 @@ class TablesUnreadableError(DagsterPaimonError):
 
 def _table_row(
     shared: Shared, name: str, skipped: str | None, options: dict[str, str]
-) -> dict[str, Any]:
-    """One table's health summary (health's JSON without the buckets), or why it is skipped."""
+) -> tuple[dict[str, Any], Exception | None]:
+    """One table's health summary (health's JSON without the buckets), or why it is skipped,
+    or the error reading it (a transient one fails the command: rerunning it is safe)."""
     row: dict[str, Any] = {"table": name, "snapshot_id": None, "summary": None, "unsupported": []}
     row.update(skipped=skipped, error=None)
     if skipped is not None:
-        return row
+        return row, None
     from dagster_paimon.lsm.model.levels import read_levels
     from dagster_paimon.table import open_table
     from dagster_paimon.unsupported import unsupported_modes
@@ -705,17 +710,17 @@ def _table_row(
     try:
         table = open_table(shared.warehouse, name, options)
         report = read_levels(table).health()
-    except DagsterPaimonError as e:
+    except Exception as e:
         if transient_cause(e) is not None:
             raise
         row["error"] = f"{type(e).__name__}: {e}"
-        return row
+        return row, e
     row.update(
         snapshot_id=report.snapshot_id,
         summary=report.aggregate(),
         unsupported=[found for _, found in unsupported_modes(table.table_schema)],
     )
-    return row
+    return row, None
 
 
 def _tables_text(rows: list[dict[str, Any]]) -> str:
@@ -805,10 +810,16 @@ def _failed(run: Run, error: Exception) -> int:
         return _report(run, transient, code, f"failed transiently: {transient}")
     if isinstance(error, InputError):
         return _report(run, error, EXIT_USAGE, f"error: {error}")
-    if isinstance(error, DagsterPaimonError | OSError) and not isinstance(error, InternalError):
+    if not _unexpected(error):
         return _report(run, error, EXIT_FAILURE, f"failed: {error}")
     log.error("unexpected failure, a bug in dagster-paimon", exc_info=error)
     return _report(run, error, EXIT_SOFTWARE, f"failed: {type(error).__name__}: {error}")
+
+
+def _unexpected(error: BaseException) -> bool:
+    """A bug: our own invariant failing, or an exception none of our layers typed (an I/O
+    error the store raised untyped is an operation failure, not a bug)."""
+    return isinstance(error, InternalError) or not isinstance(error, DagsterPaimonError | OSError)
 
 
 def _report(run: Run, error: BaseException, code: int, message: str) -> int:
