@@ -169,8 +169,9 @@ SHARED = tuple(f.name for f in dataclasses.fields(Shared))
 FLAGS = ("json", "verbose", "s3_path_style")
 
 
-def shared_options(f: Callable) -> Callable:
-    """The shared flags, the same on the group and on each command."""
+def shared_options(f: Callable, *, table: bool = True) -> Callable:
+    """The shared flags, the same on the group and on each command (--table hidden on a
+    command that takes none: given there, it is refused)."""
     options = [
         click.option(
             "--warehouse",
@@ -179,7 +180,7 @@ def shared_options(f: Callable) -> Callable:
             show_envvar=True,
             help="warehouse path or s3://bucket/prefix",
         ),
-        click.option("--table", type=Identifier(), help="the table, as DB.TABLE"),
+        click.option("--table", type=Identifier(), hidden=not table, help="the table, as DB.TABLE"),
         click.option(
             "--json",
             "json",
@@ -257,7 +258,7 @@ def command(
         vars(callback)["__click_params__"] = list(getattr(handler, "__click_params__", []))
         epilog = f"\b\nExample:\n  {example}"
         cmd = click.command(name, help=handler.__doc__, short_help=summary, epilog=epilog, **kwargs)
-        return cmd(shared_options(callback))
+        return cmd(shared_options(callback, table=needs_table))
 
     return decorate
 
@@ -633,7 +634,7 @@ def doctor(shared: Shared, rollback_unreadable: bool) -> tuple[dict, str]:
 @command(
     "tables",
     "list primary-key tables with a health summary",
-    "dagster-paimon tables --warehouse s3://bucket/wh --database db --match 'db.order*'",
+    "dagster-paimon tables --warehouse s3://bucket/wh --match 'shop.*' --exclude '*.tmp_*'",
     needs_table=False,
 )
 @click.option("--database", metavar="DB", help="only tables of this database")
