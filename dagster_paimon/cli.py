@@ -1,11 +1,12 @@
 """`dagster-paimon`: the operators' CLI over the library; JSON keys are a stable contract.
 
-Each command imports its engine when it runs, so `--help` and usage errors answer at once.
+Every argument is parsed and checked by click before a command imports its engine or touches
+the warehouse, so `--help`, `--version` and usage errors answer at once and a bad flag is
+reported as itself, whatever else is wrong.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import logging
@@ -13,17 +14,20 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
+import click
+from click.core import ParameterSource
+
+from dagster_paimon.arguments import parse_duration, parse_identifier, parse_partition_spec
 from dagster_paimon.errors import (
     DagsterPaimonError,
-    DatabaseNotFoundError,
-    InvalidOptionError,
-    InvalidTableSpecError,
-    SchemaMismatchError,
-    SnapshotNotFoundError,
+    InputError,
+    InternalError,
+    InvalidArgumentError,
     TableNotFoundError,
-    WarehouseUnreachableError,
+    TransientStoreError,
     transient_cause,
 )
 
@@ -32,334 +36,814 @@ if TYPE_CHECKING:
 
     from dagster_paimon.spark.session import PendingSession
 
+PROG = "dagster-paimon"
+WAREHOUSE_ENV = "PAIMON_WAREHOUSE"
+
 EXIT_OK = 0
+# the operation failed: a commit conflict, corrupt metadata, an unhealthy table, an abort
 EXIT_FAILURE = 1
+# usage or input: a flag, an argument, a table or warehouse that is not there; nothing changed
 EXIT_USAGE = 2
+# sysexits' EX_SOFTWARE: an exception dagster-paimon did not expect, a bug (traceback logged)
+EXIT_SOFTWARE = 70
 # sysexits' EX_TEMPFAIL: the store kept failing transiently; the same command can be run again
 EXIT_TRANSIENT = 75
+# Ctrl-C, as shells report SIGINT
+EXIT_INTERRUPTED = 130
 
-INPUT_ERRORS = (
-    ValueError,
-    DatabaseNotFoundError,
-    TableNotFoundError,
-    WarehouseUnreachableError,
-    InvalidTableSpecError,
-    InvalidOptionError,
-    SchemaMismatchError,
-    SnapshotNotFoundError,
-)
+EXIT_CODES = f"""\b
+Exit codes:
+  {EXIT_OK}   success
+  {EXIT_FAILURE}   the operation failed (commit conflict, corrupt metadata, unhealthy table,
+      maintenance aborted, an I/O error): see the message
+  {EXIT_USAGE}   usage or input error (bad flag, unknown table or database, unreachable
+      warehouse, option or data the table cannot take); nothing was changed
+  {EXIT_SOFTWARE}  unexpected error, a bug in dagster-paimon: the traceback is logged
+  {EXIT_TRANSIENT}  the store kept failing transiently; running the same command again is safe
+  {EXIT_INTERRUPTED} interrupted (Ctrl-C)
+
+\b
+With --json, a result is one JSON document on stdout and an error is one JSON object,
+the last line on stderr:
+  {{"error": {{"type": "TableNotFoundError", "message": "...", "exit_code": 2}}}}
+(a transient error adds "retry_safe" and "table_unchanged").
+
+\b
+Environment: PAIMON_WAREHOUSE (default --warehouse), PAIMON_S3_ENDPOINT,
+PAIMON_S3_REGION, PAIMON_S3_PATH_STYLE, PAIMON_S3_ACCESS_KEY_ID,
+PAIMON_S3_SECRET_ACCESS_KEY, PAIMON_S3_SESSION_TOKEN (flags win)."""
 
 log = logging.getLogger("dagster_paimon")
 
 
-class UsageError(ValueError):
-    """A flag value the parser accepted but that makes no sense (exit code 2)."""
+# -- argument types: parsed before any command runs ------------------------------------------
 
 
-def parse_partition(text: str | None) -> dict[str, str] | None:
-    """--partition K=V[,K=V]; anything else is a usage error."""
-    from dagster_paimon.partition import parse_partition_spec
+class Duration(click.ParamType):
+    """`30s`, `15m`, `12h`, `7d` (Paimon's units; a bare number is milliseconds)."""
+
+    name = "duration"
+
+    def __init__(self, *, positive: bool = False):
+        self.positive = positive
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        """DURATION in usage lines."""
+        return "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """A timedelta, or a usage error naming the flag."""
+        if isinstance(value, timedelta):
+            return value
+        try:
+            duration = parse_duration(str(value))
+        except InvalidArgumentError as e:
+            self.fail(str(e), param, ctx)
+        if self.positive and duration <= timedelta(0):
+            self.fail("must be positive: younger files may belong to a commit", param, ctx)
+        return duration
+
+
+class PartitionSpec(click.ParamType):
+    """`K=V[,K=V]` into a dict."""
+
+    name = "partition"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        """K=V[,K=V] in usage lines."""
+        return "K=V[,K=V]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """The spec as a dict, or a usage error naming the flag."""
+        if isinstance(value, dict):
+            return value
+        try:
+            return parse_partition_spec(str(value))
+        except InvalidArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+class Identifier(click.ParamType):
+    """`DB.TABLE`, checked for shape only (whether it exists is the warehouse's to say)."""
+
+    name = "identifier"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        """DB.TABLE in usage lines."""
+        return "DB.TABLE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """The identifier, or a usage error naming the flag."""
+        try:
+            parse_identifier(str(value))
+        except InvalidArgumentError as e:
+            self.fail(str(e), param, ctx)
+        return str(value)
+
+
+COUNT = click.IntRange(min=1)
+
+
+def _ms(duration: timedelta) -> int:
+    """Milliseconds, as the engine's `*_ms` arguments take them."""
+    return round(duration / timedelta(milliseconds=1))
+
+
+# -- shared flags: on the group and on every command, merged ----------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Shared:
+    """The flags every command takes, wherever they were given."""
+
+    warehouse: str | None
+    table: str | None
+    json: bool
+    verbose: bool
+    s3_endpoint: str | None
+    s3_region: str | None
+    s3_path_style: bool
+
+
+SHARED = tuple(f.name for f in dataclasses.fields(Shared))
+FLAGS = ("json", "verbose", "s3_path_style")
+
+
+def shared_options(f: Callable, *, table: bool = True) -> Callable:
+    """The shared flags, the same on the group and on each command (--table hidden on a
+    command that takes none: given there, it is refused)."""
+    options = [
+        click.option(
+            "--warehouse",
+            metavar="URI",
+            envvar=WAREHOUSE_ENV,
+            show_envvar=True,
+            help="warehouse path or s3://bucket/prefix",
+        ),
+        click.option("--table", type=Identifier(), hidden=not table, help="the table, as DB.TABLE"),
+        click.option(
+            "--json",
+            "json",
+            is_flag=True,
+            help="print one JSON document on stdout (errors: one JSON object on stderr)",
+        ),
+        click.option("-v", "--verbose", is_flag=True, help="log progress to stderr"),
+        click.option(
+            "--s3-endpoint", metavar="URL", help="S3-compatible endpoint (env PAIMON_S3_ENDPOINT)"
+        ),
+        click.option("--s3-region", metavar="REGION", help="S3 region (env PAIMON_S3_REGION)"),
+        click.option(
+            "--s3-path-style",
+            is_flag=True,
+            help="path-style bucket addressing, as MinIO needs (env PAIMON_S3_PATH_STYLE)",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@dataclasses.dataclass
+class Run:
+    """What main needs to report an outcome: the command and whether --json was asked for."""
+
+    command: str = ""
+    json: bool = False
+    group: dict[str, tuple[Any, ParameterSource | None]] = dataclasses.field(default_factory=dict)
+
+
+def _merged(ctx: click.Context, own: dict[str, Any]) -> Shared:
+    """A command's shared flags merged with the group's: given after the command wins, then
+    given before it, then the environment; switches are on if given anywhere."""
+    run: Run = ctx.find_object(Run) or Run()
+    values = {}
+    for name in SHARED:
+        mine, source = own.pop(name), ctx.get_parameter_source(name)
+        theirs, their_source = run.group.get(name, (None, None))
+        if name in FLAGS:
+            values[name] = bool(mine or theirs)
+        elif source == ParameterSource.COMMANDLINE or their_source != ParameterSource.COMMANDLINE:
+            values[name] = mine
+        else:
+            values[name] = theirs
+    return Shared(**values)
+
+
+def command(
+    name: str, summary: str, example: str, *, needs_table: bool = True, **kwargs: Any
+) -> Callable[[Callable[..., tuple[Any, str]]], click.Command]:
+    """A sub-command: shared flags, an example in --help, and the flags merged and checked
+    (a warehouse, a table) before the handler runs."""
+
+    def decorate(handler: Callable[..., tuple[Any, str]]) -> click.Command:
+        @click.pass_context
+        def callback(ctx: click.Context, **params: Any) -> tuple[Any, str]:
+            shared = _merged(ctx, params)
+            run = ctx.find_object(Run)
+            if run is not None:
+                run.command, run.json = name, shared.json
+            if not shared.warehouse:
+                raise click.UsageError(
+                    f"Missing option '--warehouse' (or set {WAREHOUSE_ENV})", ctx=ctx
+                )
+            if needs_table and not shared.table:
+                raise click.UsageError("Missing option '--table'", ctx=ctx)
+            if not needs_table and shared.table:
+                raise click.UsageError(f"{name} takes no --table", ctx=ctx)
+            _configure_logging(shared.verbose)
+            return handler(shared, **params)
+
+        callback.__doc__ = handler.__doc__
+        # the handler's own options (decorated before this one) go to the command
+        vars(callback)["__click_params__"] = list(getattr(handler, "__click_params__", []))
+        epilog = f"\b\nExample:\n  {example}"
+        cmd = click.command(name, help=handler.__doc__, short_help=summary, epilog=epilog, **kwargs)
+        return cmd(shared_options(callback, table=needs_table))
+
+    return decorate
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Progress on stderr with --verbose; warnings and errors (tracebacks) always."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _version() -> str:
+    """The installed distribution's version."""
+    from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return parse_partition_spec(text)
-    except ValueError as e:
-        raise UsageError(f"--{e}") from e
+        return version(PROG)
+    except PackageNotFoundError:
+        return "unknown"
 
 
-def catalog_options(args: argparse.Namespace) -> dict[str, str]:
+@click.group(
+    PROG,
+    help="Operate Apache Paimon primary-key tables: health, compaction, ingest, maintenance.\n\n"
+    "Shared flags (--warehouse, --table, --json, --verbose, --s3-*) go before or after the "
+    "command; given in both places, the one after the command wins.",
+    epilog=EXIT_CODES,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(_version(), "--version", prog_name=PROG, message="%(prog)s %(version)s")
+@shared_options
+@click.pass_context
+def cli(ctx: click.Context, **params: Any) -> None:
+    """Remember the shared flags given before the command, for the command to merge."""
+    run = ctx.ensure_object(Run)
+    run.group = {name: (params[name], ctx.get_parameter_source(name)) for name in SHARED}
+    run.json = run.json or bool(params["json"])
+
+
+# -- helpers of the commands ---------------------------------------------------------------
+
+
+def catalog_options(shared: Shared) -> dict[str, str]:
     """S3 settings from the PAIMON_S3_* variables, flags winning; a local warehouse needs none."""
     from dagster_paimon.storage.s3 import S3Settings, is_s3_uri
 
-    if not is_s3_uri(args.warehouse):
+    assert shared.warehouse is not None
+    if not is_s3_uri(shared.warehouse):
         return {}
     env = S3Settings.from_env(os.environ)
     settings = dataclasses.replace(
         env,
-        endpoint=args.s3_endpoint or env.endpoint,
-        region=args.s3_region or env.region,
-        path_style=args.s3_path_style or env.path_style,
+        endpoint=shared.s3_endpoint or env.endpoint,
+        region=shared.s3_region or env.region,
+        path_style=shared.s3_path_style or env.path_style,
     )
     return settings.catalog_options()
 
 
-def table_of(args: argparse.Namespace) -> FileStoreTable:
+def table_of(shared: Shared) -> FileStoreTable:
     """The --table of --warehouse, with the S3 settings of flags and environment."""
     from dagster_paimon.table import open_table
 
-    return open_table(args.warehouse, args.table, catalog_options(args))
+    assert shared.warehouse is not None and shared.table is not None
+    return open_table(shared.warehouse, shared.table, catalog_options(shared))
 
 
-def cmd_health(args: argparse.Namespace) -> tuple[dict, str]:
-    """LSM health of every bucket, optionally of one partition."""
-    from dagster_paimon.lsm.model.levels import read_levels
-    from dagster_paimon.unsupported import unsupported_modes
-
-    table = table_of(args)
-    health = read_levels(table, partition=parse_partition(args.partition)).health()
-    unsupported = [found for _, found in unsupported_modes(table.table_schema)]
-    summary = health.summary()
-    if unsupported:
-        summary += "\nunsupported by dagster-paimon: " + "; ".join(unsupported)
-    return {**health.to_dict(), "unsupported": unsupported}, summary
+def _spark_flags(f: Callable) -> Callable:
+    """Where Spark runs: a master URL, or a Spark Connect server (not both)."""
+    f = click.option("--spark-remote", metavar="URL", help="Spark Connect URL (sc://host:port)")(f)
+    return click.option(
+        "--spark-master", metavar="URL", default="local[*]", show_default=True, help="master URL"
+    )(f)
 
 
-def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
-    """Plan, and unless --dry-run run and commit, compaction of every bucket."""
-    from dagster_paimon.lsm.compaction import compact_table
-    from dagster_paimon.table import TableRef
-
-    options = catalog_options(args)
-    partition = parse_partition(args.partition)
-    spark = args.executor == "spark" and not args.dry_run
-    with _starting_session(args) if spark else nullcontext() as pending:
-        table = table_of(args)
-        executor = None
-        if pending is not None:
-            from dagster_paimon.spark.executor import SparkExecutor
-
-            executor = SparkExecutor(pending.session())
-        result = compact_table(
-            table,
-            TableRef.of(args.warehouse, args.table, options),
-            full=args.full,
-            partition=partition,
-            executor=executor,
-            dry_run=args.dry_run,
+def _spark_where(spark_master: str, spark_remote: str | None) -> None:
+    """--spark-master and --spark-remote exclude each other."""
+    ctx = click.get_current_context()
+    if spark_remote and ctx.get_parameter_source("spark_master") == ParameterSource.COMMANDLINE:
+        raise click.UsageError(
+            "--spark-master and --spark-remote exclude each other: give one", ctx=ctx
         )
-    return result.to_dict(), result.summary()
 
 
-def _starting_session(args: argparse.Namespace) -> AbstractContextManager[PendingSession]:
+def _starting_session(
+    shared: Shared, spark_master: str, spark_remote: str | None
+) -> AbstractContextManager[PendingSession]:
     """The session of --spark-remote or --spark-master, its JVM booting while the command
     imports and opens the table; Spark's own logging only with --verbose. Our commands run
     `mapInArrow` tasks, never the `paimon` data source, so it is not registered."""
     from dagster_paimon.spark.session import starting_session
 
     return starting_session(
-        args.spark_master, remote=args.spark_remote, quiet=not args.verbose, source=False
+        spark_master, remote=spark_remote, quiet=not shared.verbose, source=False
     )
 
 
-def _spark_flags(parser: argparse.ArgumentParser) -> None:
-    """Where Spark runs: a master URL, or a Spark Connect server."""
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--spark-master", default="local[*]", help="Spark master URL")
-    where.add_argument("--spark-remote", help="Spark Connect URL (sc://host:port)")
+PARTITION = click.option("--partition", type=PartitionSpec(), help="only buckets of this partition")
+DRY_RUN = click.option("--dry-run", is_flag=True, help="plan and print, change nothing")
 
 
-def cmd_ingest(args: argparse.Namespace) -> tuple[dict, str]:
-    """Ingest files into level 0 with Spark: one APPEND (or OVERWRITE) snapshot."""
-    if "://" not in args.source and not os.path.exists(args.source):
-        raise UsageError(f"--source {args.source!r} does not exist")
-    with _starting_session(args) as pending:
-        table_of(args)
+# -- commands ----------------------------------------------------------------------------------
+
+
+@command(
+    "health",
+    "sorted runs and size amplification per bucket",
+    "dagster-paimon health --warehouse /data/wh --table db.orders --partition dt=2024-01-01",
+)
+@PARTITION
+def health(shared: Shared, partition: dict[str, str] | None) -> tuple[dict, str]:
+    """LSM health of every bucket (files, level-0 files, sorted runs, size amplification),
+    optionally of one partition; reads only."""
+    from dagster_paimon.lsm.model.levels import read_levels
+    from dagster_paimon.unsupported import unsupported_modes
+
+    table = table_of(shared)
+    report = read_levels(table, partition=partition).health()
+    unsupported = [found for _, found in unsupported_modes(table.table_schema)]
+    summary = report.summary()
+    if unsupported:
+        summary += "\nunsupported by dagster-paimon: " + "; ".join(unsupported)
+    return {**report.to_dict(), "unsupported": unsupported}, summary
+
+
+@command(
+    "compact",
+    "universal (or full) compaction of buckets",
+    "dagster-paimon compact --table db.orders --full --dry-run --json",
+)
+@PARTITION
+@click.option("--full", is_flag=True, help="compact every bucket fully")
+@click.option("--dry-run", is_flag=True, help="print the plan, write nothing")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="where rewrite tasks run",
+)
+@_spark_flags
+def compact(
+    shared: Shared,
+    partition: dict[str, str] | None,
+    full: bool,
+    dry_run: bool,
+    executor: str,
+    spark_master: str,
+    spark_remote: str | None,
+) -> tuple[dict, str]:
+    """Plan Paimon's universal compaction (or a full one) of every bucket and, unless
+    --dry-run, run it and commit one COMPACT snapshot."""
+    _spark_where(spark_master, spark_remote)
+    from dagster_paimon.lsm.compaction import compact_table
+    from dagster_paimon.table import TableRef
+
+    assert shared.warehouse is not None and shared.table is not None
+    options = catalog_options(shared)
+    spark = executor == "spark" and not dry_run
+    pending_session = _starting_session(shared, spark_master, spark_remote) if spark else None
+    with pending_session or nullcontext() as pending:
+        table = table_of(shared)
+        tasks = None
+        if pending is not None:
+            from dagster_paimon.spark.executor import SparkExecutor
+
+            tasks = SparkExecutor(pending.session())
+        result = compact_table(
+            table,
+            TableRef.of(shared.warehouse, shared.table, options),
+            full=full,
+            partition=partition,
+            executor=tasks,
+            dry_run=dry_run,
+        )
+    return result.to_dict(), result.summary()
+
+
+@command(
+    "ingest",
+    "write files into level 0 with Spark",
+    "dagster-paimon ingest --table db.orders --source s3://bucket/in/2024-01-01/ --format parquet",
+)
+@click.option("--source", required=True, metavar="PATH", help="file or directory to ingest")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "csv", "json"]),
+    default="parquet",
+    show_default=True,
+    help="format of the source files (csv with a header)",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["append", "overwrite"]),
+    default="append",
+    show_default=True,
+    help="append, or overwrite the partitions the data holds",
+)
+@_spark_flags
+def ingest(
+    shared: Shared, source: str, fmt: str, mode: str, spark_master: str, spark_remote: str | None
+) -> tuple[dict, str]:
+    """Ingest parquet, CSV or JSON-lines files into level 0 with Spark: one APPEND (or
+    OVERWRITE) snapshot."""
+    _spark_where(spark_master, spark_remote)
+    if "://" not in source and not os.path.exists(source):
+        raise click.BadParameter(f"{source!r} does not exist", param_hint="'--source'")
+    assert shared.warehouse is not None and shared.table is not None
+    with _starting_session(shared, spark_master, spark_remote) as pending:
+        table_of(shared)
         from dagster_paimon.spark.ingest import ingest_files
 
         report = ingest_files(
             pending.session(),
-            args.warehouse,
-            args.table,
-            args.source,
-            fmt=args.format,
-            mode=args.mode,
-            catalog_options=catalog_options(args),
+            shared.warehouse,
+            shared.table,
+            source,
+            fmt=fmt,
+            mode=mode,
+            catalog_options=catalog_options(shared),
         )
     return report.to_dict(), report.summary()
 
 
-def _add_spark_commands(commands: argparse._SubParsersAction) -> None:
-    """ingest (Spark data source into level 0)."""
-    ingest = commands.add_parser("ingest", help="write files into level 0 with Spark")
-    _common(ingest)
-    ingest.add_argument("--source", required=True, help="file or directory to ingest")
-    ingest.add_argument("--format", choices=("parquet", "csv", "json"), default="parquet")
-    ingest.add_argument("--mode", choices=("append", "overwrite"), default="append")
-    _spark_flags(ingest)
-    ingest.set_defaults(handler=cmd_ingest)
+def _retention_flags(what: str) -> Callable[[Callable], Callable]:
+    """--retain-min, --retain-max, --older-than, --max-deletes, --dry-run."""
+
+    def decorate(f: Callable) -> Callable:
+        for option in reversed(
+            [
+                click.option(
+                    "--retain-min", type=COUNT, metavar="N", help=f"keep at least N {what}"
+                ),
+                click.option(
+                    "--retain-max", type=COUNT, metavar="N", help=f"keep at most N {what}"
+                ),
+                click.option(
+                    "--older-than",
+                    type=Duration(),
+                    help=f"expire only {what} older than this (e.g. 12h, 7d)",
+                ),
+                click.option(
+                    "--max-deletes",
+                    type=COUNT,
+                    metavar="N",
+                    help=f"expire at most N {what} per run",
+                ),
+                click.option("--dry-run", is_flag=True, help="list, delete nothing"),
+            ]
+        ):
+            f = option(f)
+        return f
+
+    return decorate
 
 
-def _duration_ms(text: str | None) -> int | None:
-    """An --older-than DURATION in milliseconds; anything unparsable is a usage error."""
-    from dagster_paimon.options import duration_ms
-
-    if text is None:
-        return None
-    try:
-        return duration_ms(text)
-    except ValueError as e:
-        raise UsageError(f"--older-than must be a duration like 1h, 30min or 2d: {e}") from e
-
-
-def cmd_expire(args: argparse.Namespace) -> tuple[dict, str]:
+def _expire(
+    shared: Shared,
+    target: str,
+    retain_min: int | None,
+    retain_max: int | None,
+    older_than: timedelta | None,
+    max_deletes: int | None,
+    dry_run: bool,
+) -> tuple[dict, str]:
     """Expire snapshots or long-lived changelogs by retention options and flag overrides."""
+    if retain_min is not None and retain_max is not None and retain_max < retain_min:
+        raise click.BadParameter(
+            f"{retain_max} is less than --retain-min {retain_min}", param_hint="'--retain-max'"
+        )
     from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
     from dagster_paimon.maintenance.options import RetentionOverrides
 
-    table = table_of(args)
+    table = table_of(shared)
     overrides = RetentionOverrides(
-        args.retain_min, args.retain_max, _duration_ms(args.older_than), args.max_deletes
+        retain_min, retain_max, None if older_than is None else _ms(older_than), max_deletes
     )
-    expire = expire_snapshots if args.command == "expire-snapshots" else expire_changelogs
-    result = expire(table, overrides=overrides, dry_run=args.dry_run)
+    expire = expire_snapshots if target == "snapshots" else expire_changelogs
+    result = expire(table, overrides=overrides, dry_run=dry_run)
     return result.to_dict(), result.summary()
 
 
-def cmd_compact_manifests(args: argparse.Namespace) -> tuple[dict, str]:
-    """Merge manifests (minor by the table's thresholds, or --full) into a new snapshot."""
+@command(
+    "expire-snapshots",
+    "expire snapshots by retention, keeping tags",
+    "dagster-paimon expire-snapshots --table db.orders --retain-min 10 --older-than 7d",
+)
+@_retention_flags("snapshots")
+def expire_snapshots(shared: Shared, **flags: Any) -> tuple[dict, str]:
+    """Expire snapshots by the table's snapshot.* retention options, the flags given replacing
+    them for this run; tags, consumers and branches keep what they reference."""
+    return _expire(shared, "snapshots", **flags)
+
+
+@command(
+    "expire-changelogs",
+    "expire long-lived changelogs by retention",
+    "dagster-paimon expire-changelogs --table db.orders --retain-max 100 --dry-run",
+)
+@_retention_flags("changelogs")
+def expire_changelogs(shared: Shared, **flags: Any) -> tuple[dict, str]:
+    """Expire long-lived changelogs by the table's changelog.* retention options (falling back
+    to snapshot.*), the flags given replacing them for this run."""
+    return _expire(shared, "changelogs", **flags)
+
+
+@command(
+    "compact-manifests",
+    "merge small manifests",
+    "dagster-paimon compact-manifests --table db.orders --full",
+)
+@click.option("--full", is_flag=True, help="full compaction at any size")
+@click.option("--dry-run", is_flag=True, help="estimate, write nothing")
+def compact_manifests(shared: Shared, full: bool, dry_run: bool) -> tuple[dict, str]:
+    """Merge the latest snapshot's manifests (minor, by the table's manifest.* thresholds, or
+    --full) and commit them in a new snapshot."""
     from dagster_paimon.maintenance.manifests import compact_manifests
 
-    table = table_of(args)
-    result = compact_manifests(table, full=args.full, dry_run=args.dry_run)
+    result = compact_manifests(table_of(shared), full=full, dry_run=dry_run)
     return result.to_dict(), result.summary()
 
 
-def cmd_remove_orphans(args: argparse.Namespace) -> tuple[dict, str]:
-    """Delete files no snapshot, tag, changelog or branch references, older than a threshold."""
-    from dagster_paimon.maintenance.options import DAY_MS
+@command(
+    "remove-orphans",
+    "delete old unreferenced files",
+    "dagster-paimon remove-orphans --table db.orders --older-than 3d --dry-run",
+)
+@click.option(
+    "--older-than",
+    type=Duration(positive=True),
+    default="1d",
+    show_default=True,
+    help="only files older than this",
+)
+@click.option("--dry-run", is_flag=True, help="list, delete nothing")
+def remove_orphans(shared: Shared, older_than: timedelta, dry_run: bool) -> tuple[dict, str]:
+    """Delete files that no snapshot, tag, changelog or branch references and that are older
+    than --older-than (younger ones may belong to a commit in progress)."""
     from dagster_paimon.maintenance.orphans import remove_orphans
 
-    table = table_of(args)
-    older_than = _duration_ms(args.older_than)
-    result = remove_orphans(
-        table, older_than_ms=DAY_MS if older_than is None else older_than, dry_run=args.dry_run
-    )
+    result = remove_orphans(table_of(shared), older_than_ms=_ms(older_than), dry_run=dry_run)
     return result.to_dict(), result.summary()
 
 
-def _add_maintenance_commands(commands: argparse._SubParsersAction) -> None:
-    """expire-snapshots, expire-changelogs, compact-manifests and remove-orphans."""
-    for name, what in (("expire-snapshots", "snapshots"), ("expire-changelogs", "changelogs")):
-        expire = commands.add_parser(name, help=f"expire {what} by retention, keeping tags")
-        _common(expire)
-        expire.add_argument("--retain-min", type=int, help=f"keep at least N {what}")
-        expire.add_argument("--retain-max", type=int, help=f"keep at most N {what}")
-        expire.add_argument("--older-than", help="expire only past this age (e.g. 1h)")
-        expire.add_argument("--max-deletes", type=int, help=f"expire at most N {what} per run")
-        expire.add_argument("--dry-run", action="store_true", help="list, delete nothing")
-        expire.set_defaults(handler=cmd_expire)
-    manifests = commands.add_parser("compact-manifests", help="merge small manifests")
-    _common(manifests)
-    manifests.add_argument("--full", action="store_true", help="full compaction at any size")
-    manifests.add_argument("--dry-run", action="store_true", help="estimate, write nothing")
-    manifests.set_defaults(handler=cmd_compact_manifests)
-    orphans = commands.add_parser("remove-orphans", help="delete old unreferenced files")
-    _common(orphans)
-    orphans.add_argument("--older-than", help="only files older than this (default 1d)")
-    orphans.add_argument("--dry-run", action="store_true", help="list, delete nothing")
-    orphans.set_defaults(handler=cmd_remove_orphans)
-
-
-def cmd_doctor(args: argparse.Namespace) -> tuple[dict, str]:
-    """Check every snapshot and tag for missing files; --rollback-unreadable removes a broken
-    newest run of snapshots. Exit 0 when the table is healthy or was repaired; exit 1 when it
-    is unhealthy and not repaired (the report is still printed) or a rollback is refused."""
+@command(
+    "doctor",
+    "find missing files; exit 1 if the table is unhealthy and not repaired",
+    "dagster-paimon doctor --table db.orders --rollback-unreadable",
+)
+@click.option(
+    "--rollback-unreadable",
+    is_flag=True,
+    help="delete the newest snapshots if they are unreadable and an older one is not; never "
+    "deletes manifests or data files",
+)
+def doctor(shared: Shared, rollback_unreadable: bool) -> tuple[dict, str]:
+    """Check that every snapshot and tag of the table can be read. Exit 0 when it is healthy
+    or was repaired, 1 when it is unhealthy and not repaired (the report is still printed) or
+    a rollback is refused."""
     from dagster_paimon.errors import TableUnhealthyError
     from dagster_paimon.maintenance.doctor import doctor
 
-    result = doctor(table_of(args), repair=args.rollback_unreadable)
+    result = doctor(table_of(shared), repair=rollback_unreadable)
     if result.healthy:
         return result.to_dict(), result.summary()
-    print(json.dumps(result.to_dict()) if args.json else result.summary())
+    click.echo(json.dumps(result.to_dict()) if shared.json else result.summary())
     raise TableUnhealthyError("; ".join(filter(None, [result.verdict(), result.repair()])))
 
 
-def _add_doctor_command(commands: argparse._SubParsersAction) -> None:
-    """doctor (missing files; optional rollback of unreadable newest snapshots)."""
-    doctor = commands.add_parser(
-        "doctor",
-        help="find missing files; exit 1 if the table is unhealthy and not repaired",
-        description="Check that every snapshot and tag of the table can be read. Exit 0 when "
-        "it is healthy or was repaired, 1 when it is unhealthy and not repaired (the report "
-        "is still printed) or a rollback is refused.",
+@command(
+    "tables",
+    "list primary-key tables with a health summary",
+    "dagster-paimon tables --warehouse s3://bucket/wh --match 'shop.*' --exclude '*.tmp_*'",
+    needs_table=False,
+)
+@click.option("--database", metavar="DB", help="only tables of this database")
+@click.option(
+    "--match",
+    "include",
+    metavar="PATTERN",
+    multiple=True,
+    help="only tables whose DB.TABLE matches this shell pattern (repeatable)",
+)
+@click.option(
+    "--exclude", metavar="PATTERN", multiple=True, help="leave out matching tables (repeatable)"
+)
+def tables(
+    shared: Shared, database: str | None, include: tuple[str, ...], exclude: tuple[str, ...]
+) -> tuple[list, str]:
+    """List the primary-key tables of the warehouse, one line each: snapshot, buckets, files,
+    bytes, level-0 files, the largest number of sorted runs and size amplification of any
+    bucket. Append-only tables (no primary key) and directories that are not Paimon tables are
+    listed as skipped, with why. A table whose health cannot be read is listed with its error
+    and the command exits 1. --match or --database matching no primary-key table is an input
+    error (exit 2); a warehouse without any lists nothing."""
+    from dagster_paimon.discovery import discover_tables
+
+    assert shared.warehouse is not None
+    options = catalog_options(shared)
+    patterns = include or ((f"{database}.*",) if database else ())
+    try:
+        found = discover_tables(shared.warehouse, options, include=patterns, exclude=exclude)
+    except TableNotFoundError:
+        if patterns:
+            raise
+        return [], "no primary-key tables"
+    entries = sorted(
+        [(t.identifier, None) for t in found.tables if database in (None, t.database)]
+        + [(name, why) for name, why in found.skipped if database in (None, name.split(".")[0])]
     )
-    _common(doctor)
-    doctor.add_argument(
-        "--rollback-unreadable",
-        action="store_true",
-        help="delete the newest snapshots if they are unreadable and an older one is not; "
-        "never deletes manifests or data files",
-    )
-    doctor.set_defaults(handler=cmd_doctor)
+    if not any(why is None for _, why in entries):
+        raise TableNotFoundError(f"no primary-key table of database {database!r} matches")
+    read = [_table_row(shared, name, why, options) for name, why in entries]
+    rows = [row for row, _ in read]
+    text = _tables_text(rows)
+    failures = [e for _, e in read if e is not None]
+    if failures:
+        click.echo(json.dumps(rows) if shared.json else text)
+        bugs = [e for e in failures if _unexpected(e)]
+        if bugs:
+            raise bugs[0]  # exit 70 with its traceback: the rows above say which table
+        raise TablesUnreadableError(
+            f"{len(failures)} of {len(rows)} tables could not be read: "
+            + ", ".join(r["table"] for r in rows if r["error"])
+        )
+    return rows, text
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    """Flags every command takes."""
-    parser.add_argument("--warehouse", required=True, help="warehouse path or s3://bucket/prefix")
-    parser.add_argument("--s3-endpoint", help="S3-compatible endpoint (env PAIMON_S3_ENDPOINT)")
-    parser.add_argument("--s3-region", help="S3 region (env PAIMON_S3_REGION)")
-    parser.add_argument(
-        "--s3-path-style",
-        action="store_true",
-        help="path-style bucket addressing, as MinIO needs (env PAIMON_S3_PATH_STYLE)",
-    )
-    parser.add_argument("--table", required=True, help="DB.TABLE")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+class TablesUnreadableError(DagsterPaimonError):
+    """Some tables listed by `tables` could not be read (each row says why)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, one sub-command per operation."""
-    parser = argparse.ArgumentParser(
-        prog="dagster-paimon", description="Operate Apache Paimon primary-key tables."
+def _table_row(
+    shared: Shared, name: str, skipped: str | None, options: dict[str, str]
+) -> tuple[dict[str, Any], Exception | None]:
+    """One table's health summary (health's JSON without the buckets), or why it is skipped,
+    or the error reading it (a transient one fails the command: rerunning it is safe)."""
+    row: dict[str, Any] = {"table": name, "snapshot_id": None, "summary": None, "unsupported": []}
+    row.update(skipped=skipped, error=None)
+    if skipped is not None:
+        return row, None
+    from dagster_paimon.lsm.model.levels import read_levels
+    from dagster_paimon.table import open_table
+    from dagster_paimon.unsupported import unsupported_modes
+
+    assert shared.warehouse is not None
+    try:
+        table = open_table(shared.warehouse, name, options)
+        report = read_levels(table).health()
+    except Exception as e:
+        if transient_cause(e) is not None:
+            raise
+        row["error"] = f"{type(e).__name__}: {e}"
+        return row, e
+    row.update(
+        snapshot_id=report.snapshot_id,
+        summary=report.aggregate(),
+        unsupported=[found for _, found in unsupported_modes(table.table_schema)],
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    health = commands.add_parser("health", help="sorted runs and size amplification per bucket")
-    _common(health)
-    health.add_argument("--partition", help="only buckets of this partition, K=V[,K=V]")
-    health.set_defaults(handler=cmd_health)
-    compact = commands.add_parser("compact", help="universal (or full) compaction of buckets")
-    _common(compact)
-    compact.add_argument("--partition", help="only buckets of this partition, K=V[,K=V]")
-    compact.add_argument("--full", action="store_true", help="compact every bucket fully")
-    compact.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
-    compact.add_argument(
-        "--executor", choices=("local", "spark"), default="local", help="where tasks run"
-    )
-    _spark_flags(compact)
-    compact.set_defaults(handler=cmd_compact)
-    _add_spark_commands(commands)
-    _add_maintenance_commands(commands)
-    _add_doctor_command(commands)
-    return parser
+    return row, None
+
+
+def _tables_text(rows: list[dict[str, Any]]) -> str:
+    """One aligned line per table."""
+    headers = ["table", "snapshot", "buckets", "files", "bytes", "L0", "max-runs", "max-amp %"]
+    lines, notes = [], []
+    for r in rows:
+        s = r["summary"]
+        if s is None:
+            notes.append(f"{r['table']}: " + (f"skipped, {r['skipped']}" if r["skipped"] else
+                                              f"error, {r['error']}"))  # fmt: skip
+            continue
+        lines.append(
+            [
+                r["table"],
+                str(r["snapshot_id"]),
+                str(s["buckets"]),
+                str(s["files"]),
+                str(s["total_bytes"]),
+                str(s["level0_files"]),
+                str(s["max_sorted_runs"]),
+                f"{s['max_size_amplification_percent']:.1f}",
+            ]
+            + (["unsupported: " + "; ".join(r["unsupported"])] if r["unsupported"] else [])
+        )
+    widths = [max(len(r[i]) for r in [headers, *lines]) for i in range(len(headers))]
+    table = [
+        "  ".join(c.ljust(w) for c, w in zip(row, [*widths, 0], strict=False)).rstrip()
+        for row in [headers, *lines]
+    ]
+    return "\n".join(table + notes)
+
+
+for _command in (
+    health,
+    compact,
+    ingest,
+    expire_snapshots,
+    expire_changelogs,
+    compact_manifests,
+    remove_orphans,
+    doctor,
+    tables,
+):
+    cli.add_command(_command)
+
+
+# -- running and reporting ---------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; exit 0 on success, 2 on bad usage or input, 75 when the store kept
-    failing transiently through every retry and running it again is safe, 1 on other failures
-    (an append whose snapshot may have landed among them: the message says what to check)."""
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    handler: Callable[[argparse.Namespace], tuple[dict, str]] = args.handler
+    """Run one command and return its exit code (see EXIT_CODES); never raises for a failure."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    run = Run(json="--json" in args[: args.index("--")] if "--" in args else "--json" in args)
     try:
-        payload, text = handler(args)
+        outcome = cli.main(args, prog_name=PROG, standalone_mode=False, obj=run)
+    except click.exceptions.NoArgsIsHelpError as e:
+        click.echo(e.ctx.get_help() if e.ctx else str(e), err=True)
+        return EXIT_USAGE
+    except click.ClickException as e:
+        return _report(run, e, EXIT_USAGE, _usage_message(e))
+    except click.exceptions.Abort:
+        return _report(run, KeyboardInterrupt(), EXIT_INTERRUPTED, "interrupted")
     except Exception as e:
-        transient = transient_cause(e)
-        if transient is None:
-            return _failed(args.command, e)
-        print(f"dagster-paimon {args.command}: failed transiently: {transient}", file=sys.stderr)
-        return EXIT_TRANSIENT if transient.retry_safe else EXIT_FAILURE
-    print(json.dumps(payload, sort_keys=False) if args.json else text)
+        return _failed(run, e)
+    if isinstance(outcome, int):  # --help and --version return their exit code
+        return outcome
+    payload, text = outcome
+    click.echo(json.dumps(payload, sort_keys=False) if run.json else text)
     return EXIT_OK
 
 
-def _failed(command: str, error: Exception) -> int:
-    """Report a failure on stderr in one line; its exit code by kind."""
-    try:
-        raise error
-    except INPUT_ERRORS as e:
-        print(f"dagster-paimon {command}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except DagsterPaimonError as e:
-        print(f"dagster-paimon {command}: failed: {e}", file=sys.stderr)
-        return EXIT_FAILURE
-    except Exception as e:
-        log.exception("unexpected failure")
-        print(f"dagster-paimon {command}: failed: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_FAILURE
+def _usage_message(e: click.ClickException) -> str:
+    """One line: click's message, and where to look when it is about how to call a command."""
+    message = e.format_message()
+    ctx = getattr(e, "ctx", None)
+    if isinstance(e, click.UsageError) and not isinstance(e, click.BadParameter) and ctx:
+        message += f" (see '{ctx.command_path} --help')"
+    return message
+
+
+def _failed(run: Run, error: Exception) -> int:
+    """Report a failure in one line (or one JSON object) on stderr; its exit code by kind."""
+    transient = transient_cause(error)
+    if transient is not None:
+        code = EXIT_TRANSIENT if transient.retry_safe else EXIT_FAILURE
+        return _report(run, transient, code, f"failed transiently: {transient}")
+    if isinstance(error, InputError):
+        return _report(run, error, EXIT_USAGE, f"error: {error}")
+    if not _unexpected(error):
+        return _report(run, error, EXIT_FAILURE, f"failed: {error}")
+    log.error("unexpected failure, a bug in dagster-paimon", exc_info=error)
+    return _report(run, error, EXIT_SOFTWARE, f"failed: {type(error).__name__}: {error}")
+
+
+def _unexpected(error: BaseException) -> bool:
+    """A bug: our own invariant failing, or an exception none of our layers typed (an I/O
+    error the store raised untyped is an operation failure, not a bug)."""
+    return isinstance(error, InternalError) or not isinstance(error, DagsterPaimonError | OSError)
+
+
+def _report(run: Run, error: BaseException, code: int, message: str) -> int:
+    """Print the error to stderr as one line, or with --json as one JSON object."""
+    if run.json:
+        body: dict[str, Any] = {
+            # click's subclasses (NoSuchOption, BadParameter, ...) are all one kind here
+            "type": "UsageError"
+            if isinstance(error, click.ClickException)
+            else type(error).__name__,
+            "message": str(error) if not isinstance(error, click.ClickException) else message,
+            "exit_code": code,
+        }
+        if isinstance(error, TransientStoreError):
+            body.update(retry_safe=error.retry_safe, table_unchanged=error.table_unchanged)
+        click.echo(json.dumps({"error": body}), err=True)
+    else:
+        ctx = getattr(error, "ctx", None)
+        where = ctx.command_path if ctx else f"{PROG} {run.command}" if run.command else PROG
+        if isinstance(error, click.ClickException):
+            message = f"error: {message}"
+        click.echo(f"{where}: {message}", err=True)
+    return code
 
 
 if __name__ == "__main__":

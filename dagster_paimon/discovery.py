@@ -19,7 +19,12 @@ from typing import Any
 import pyarrow as pa
 from pypaimon.catalog.catalog_exception import DatabaseNotExistException, TableNotExistException
 
-from dagster_paimon.errors import DagsterPaimonError, TableNotFoundError, WarehouseUnreachableError
+from dagster_paimon.errors import (
+    DagsterPaimonError,
+    InvalidArgumentError,
+    TableNotFoundError,
+    WarehouseUnreachableError,
+)
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.options import bucket
 from dagster_paimon.table import open_catalog
@@ -102,10 +107,13 @@ class Discovery:
 
     @classmethod
     def from_json(cls, text: str) -> Discovery:
-        """State written by to_json; another version is refused, not half-read."""
+        """State written by to_json; another version is refused, not half-read.
+
+        Raises InvalidArgumentError (state of another version).
+        """
         data = json.loads(text)
         if data.get("version") != STATE_VERSION:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"discovered-tables state has version {data.get('version')!r}, expected "
                 f"{STATE_VERSION}: refresh the state"
             )
@@ -129,7 +137,11 @@ def discover_tables(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
 ) -> Discovery:
-    """Every primary-key table of the warehouse whose name the patterns select."""
+    """Every primary-key table of the warehouse whose name the patterns select.
+
+    Raises WarehouseUnreachableError (or an S3 subclass), TableNotFoundError (no primary-key table
+    matches the patterns).
+    """
     catalog = open_catalog(warehouse, catalog_options)
     try:
         databases = sorted(catalog.list_databases())

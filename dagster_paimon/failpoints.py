@@ -12,6 +12,8 @@ import signal
 import threading
 from collections import Counter
 
+from dagster_paimon.errors import InvalidArgumentError
+
 ENV = "DAGSTER_PAIMON_FAILPOINT"
 
 DATA_FILE_WRITTEN = "data-file-written"
@@ -51,7 +53,7 @@ def _armed() -> tuple[str, int] | None:
         return None
     name, _, nth = value.partition("@")
     if name not in ALL:
-        raise ValueError(f"{ENV}={value!r} names no failpoint; known: {', '.join(ALL)}")
+        raise InvalidArgumentError(f"{ENV}={value!r} names no failpoint; known: {', '.join(ALL)}")
     return name, int(nth) if nth else 1
 
 

@@ -12,7 +12,7 @@ from typing import TypeVar
 from pypaimon.common.memory_size import MemorySize
 from pypaimon.common.time_utils import parse_duration
 
-from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError
 
 T = TypeVar("T")
 
@@ -150,7 +150,7 @@ def boolean(text: str) -> bool:
     """Paimon accepts exactly true/false, case-insensitively."""
     lowered = text.lower()
     if lowered not in ("true", "false"):
-        raise ValueError("expected true or false")
+        raise InvalidArgumentError("expected true or false")
     return lowered == "true"
 
 
@@ -158,7 +158,7 @@ def catalog_boolean(text: str) -> bool:
     """A catalog flag as pypaimon's file IO reads it: true/1/yes or false/0/no/empty."""
     lowered = text.lower()
     if lowered not in CATALOG_TRUE + CATALOG_FALSE:
-        raise ValueError("must be true or false")
+        raise InvalidArgumentError("must be true or false")
     return lowered in CATALOG_TRUE
 
 
@@ -168,7 +168,7 @@ def choice(choices: Sequence[str]) -> Callable[[str], str]:
     def convert(text: str) -> str:
         lowered = text.lower()
         if lowered not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}")
+            raise InvalidArgumentError(f"expected one of {', '.join(choices)}")
         return lowered
 
     return convert
@@ -180,7 +180,7 @@ def at_least(minimum: int) -> Callable[[str], int]:
     def convert(text: str) -> int:
         value = int(text)
         if value < minimum:
-            raise ValueError(f"must be >= {minimum}")
+            raise InvalidArgumentError(f"must be >= {minimum}")
         return value
 
     return convert
@@ -190,7 +190,7 @@ def hour(text: str) -> int:
     """An hour of day, or -1 for 'not set'."""
     value = int(text)
     if not -1 <= value <= 23:
-        raise ValueError("must be -1 or an hour 0..23")
+        raise InvalidArgumentError("must be -1 or an hour 0..23")
     return value
 
 
@@ -198,7 +198,7 @@ def ratio(text: str) -> float:
     """A fraction in (0, 1]."""
     value = float(text)
     if not 0.0 < value <= 1.0:
-        raise ValueError("must be in (0, 1]")
+        raise InvalidArgumentError("must be in (0, 1]")
     return value
 
 
@@ -223,7 +223,7 @@ def per_level(text: str) -> dict[int, str]:
     for item in names(text):
         level, sep, value = item.partition(":")
         if not sep or not level.strip().isdigit():
-            raise ValueError(f"{item!r} is not LEVEL:VALUE")
+            raise InvalidArgumentError(f"{item!r} is not LEVEL:VALUE")
         levels[int(level)] = value.strip()
     return levels
 

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from pypaimon.schema.data_types import DataField
 from pypaimon.table.row.generic_row import GenericRow, GenericRowDeserializer
 
+# parsed where the CLI can reach it without pypaimon; importable from here as before
+from dagster_paimon.arguments import parse_partition_spec as parse_partition_spec
+
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
 
@@ -58,17 +61,3 @@ class Partition:
         """Whether every given key has the given (path-spelled) value."""
         own = self.spec
         return all(own.get(k) == v for k, v in spec.items())
-
-
-def parse_partition_spec(text: str | None) -> dict[str, str] | None:
-    """`K=V[,K=V]` (values as Paimon spells them in paths) into a dict; None when absent."""
-    if text is None:
-        return None
-    spec: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        key = key.strip()
-        if not sep or not key or key in spec:
-            raise ValueError(f"partition must look like K=V[,K=V], got {text!r}")
-        spec[key] = value.strip()
-    return spec

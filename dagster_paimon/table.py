@@ -14,6 +14,7 @@ from pypaimon.catalog.catalog_exception import (
 )
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.arguments import parse_identifier
 from dagster_paimon.errors import (
     DatabaseNotFoundError,
     InvalidTableSpecError,
@@ -25,14 +26,6 @@ from dagster_paimon.errors import (
 from dagster_paimon.options import BUCKET, DYNAMIC_BUCKET, POSTPONE_BUCKET
 from dagster_paimon.redaction import masked_options
 from dagster_paimon.storage.warehouse import warehouse_for
-
-
-def parse_identifier(identifier: str) -> tuple[str, str]:
-    """Split 'db.table' so every entry point rejects malformed names the same way."""
-    database, sep, name = identifier.partition(".")
-    if not sep or not database or not name or "." in name:
-        raise ValueError(f"table identifier must look like DB.TABLE, got {identifier!r}")
-    return database, name
 
 
 @dataclass(frozen=True)
@@ -53,7 +46,10 @@ class TableSpec:
         return f"{self.database}.{self.name}"
 
     def validate(self) -> None:
-        """Reject specs Paimon would reject or that cannot be a primary-key table."""
+        """Reject specs Paimon would reject or that cannot be a primary-key table.
+
+        Raises InvalidTableSpecError (a spec Paimon would refuse).
+        """
         columns = self.schema.names
         problems: list[str] = []
         duplicates = sorted({c for c in columns if columns.count(c) > 1})
@@ -102,7 +98,11 @@ class TableSpec:
 def open_catalog(
     warehouse: str, catalog_options: Mapping[str, str] | None = None, *, create: bool = False
 ) -> Catalog:
-    """A filesystem catalog over a warehouse proven usable; a local one is only made on create."""
+    """A filesystem catalog over a warehouse proven usable; a local one is only made on create.
+
+    Raises WarehouseUnreachableError (or an S3 subclass: credentials, access, bucket, endpoint,
+    UnsupportedWarehouseError).
+    """
     options = {str(k): str(v) for k, v in (catalog_options or {}).items()}
     store = warehouse_for(warehouse, options)
     store.check(create=create)
@@ -120,6 +120,9 @@ def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
     """Load a table, translating pypaimon's catalog exceptions into ours.
 
     The database is only looked at when the table is missing, to say which of the two is.
+
+    Raises InvalidArgumentError (not DB.TABLE), DatabaseNotFoundError, TableNotFoundError,
+    WarehouseUnreachableError, InvalidTableSpecError (no primary key).
     """
     database, _ = parse_identifier(identifier)
     try:
@@ -143,7 +146,12 @@ def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
 def open_table(
     warehouse: str, identifier: str, catalog_options: Mapping[str, str] | None = None
 ) -> FileStoreTable:
-    """Open an existing primary-key table; every way of not finding it has its own error."""
+    """Open an existing primary-key table; every way of not finding it has its own error.
+
+    Raises WarehouseUnreachableError (or an S3 subclass: credentials, access, bucket, endpoint),
+    InvalidArgumentError (identifier not DB.TABLE), DatabaseNotFoundError, TableNotFoundError,
+    InvalidTableSpecError (no primary key).
+    """
     return get_table(open_catalog(warehouse, catalog_options), identifier)
 
 
@@ -168,7 +176,10 @@ class TableRef:
         return cls(warehouse, identifier, tuple(sorted((catalog_options or {}).items())))
 
     def open(self) -> FileStoreTable:
-        """Open the table through the catalog, as the driver did."""
+        """Open the table through the catalog, as the driver did.
+
+        Raises as open_table.
+        """
         return open_table(self.warehouse, self.identifier, dict(self.catalog_options))
 
 
@@ -203,7 +214,11 @@ def _check_matches(table: FileStoreTable, spec: TableSpec) -> None:
 def create_table(
     warehouse: str, spec: TableSpec, catalog_options: Mapping[str, str] | None = None
 ) -> FileStoreTable:
-    """Create the table (and its database) if absent; an existing table must match the spec."""
+    """Create the table (and its database) if absent; an existing table must match the spec.
+
+    Raises InvalidTableSpecError (a spec Paimon would refuse), InvalidArgumentError (bad name),
+    WarehouseUnreachableError, SchemaMismatchError (the table exists with another layout).
+    """
     spec.validate()
     catalog = open_catalog(warehouse, catalog_options, create=True)
     try:

@@ -34,7 +34,7 @@ from pypaimon.schema.data_types import (
 )
 from pypaimon.schema.table_schema import TableSchema
 
-from dagster_paimon.errors import UnsupportedLayoutError
+from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
 from dagster_paimon.options import (
     CHANGELOG_FILE_FORMAT,
     DATA_FILE_EXTERNAL_PATHS_STRATEGY,
@@ -395,7 +395,9 @@ def unsupported_modes(schema: TableSchema) -> list[tuple[Unsupported, str]]:
 def check_supported_layout(schema: TableSchema, *, operation: str) -> None:
     """Refuse `operation` on a table using a mode that changes what it must do."""
     if operation not in OPERATIONS:
-        raise ValueError(f"operation must be one of {list(OPERATIONS)}, got {operation!r}")
+        raise InvalidArgumentError(
+            f"operation must be one of {list(OPERATIONS)}, got {operation!r}"
+        )
     refused = [(m, found) for m, found in unsupported_modes(schema) if operation in m.operations]
     if refused:
         reasons = "; ".join(f"{found} (Paimon {m.since}): {m.why}" for m, found in refused)

@@ -1,4 +1,4 @@
-"""The ops CLI contract: JSON keys, human output and exit codes 0/2/1."""
+"""The ops CLI contract: JSON keys, human output, JSON errors and exit codes 0/1/2/70."""
 
 from __future__ import annotations
 
@@ -6,12 +6,20 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
+from importlib.metadata import version
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from pypaimon import Schema
 
-from dagster_paimon.cli import build_parser, main
-from dagster_paimon.table import open_table
+from dagster_paimon.arguments import parse_duration
+from dagster_paimon.cli import main
+from dagster_paimon.errors import InputError, InternalError, InvalidArgumentError
+from dagster_paimon.options import duration_ms
+from dagster_paimon.table import TableSpec, create_table, open_catalog, open_table
+from tests.conftest import write_with_pypaimon
 
 BUCKET_KEYS = {
     "partition",
@@ -87,7 +95,7 @@ def test_malformed_partition_exits_2_with_one_clear_line(
     assert code == 2
     assert out == ""
     assert err.strip().count("\n") == 0
-    assert "--partition must look like K=V" in err
+    assert "Invalid value for '--partition': partition must look like K=V" in err
 
 
 @pytest.mark.parametrize(
@@ -135,12 +143,14 @@ def test_console_script_and_usage_errors(warehouse, orders_table):
     assert "--warehouse" in usage.stderr
 
 
-def test_spark_master_and_spark_remote_exclude_each_other(capsys):
+def test_spark_master_and_spark_remote_exclude_each_other(capsys, tmp_path):
     where = ["--spark-master", "local[1]", "--spark-remote", "sc://127.0.0.1:15002"]
-    with pytest.raises(SystemExit) as usage:
-        build_parser().parse_args(["compact", "--warehouse", "w", "--table", "db.t", *where])
-    assert usage.value.code == 2
-    assert "not allowed with argument" in capsys.readouterr().err
+    code, out, err = run_cli(
+        capsys, "compact", "--warehouse", str(tmp_path / "w"), "--table", "db.t", *where
+    )
+    assert code == 2 and out == ""
+    assert "exclude each other" in err
+    assert not (tmp_path / "w").exists()
 
 
 def test_compact_dry_run_json_matches_a_hand_computed_plan(capsys, warehouse, orders_table):
@@ -224,3 +234,267 @@ def test_compact_runs_and_commits_one_snapshot(capsys, warehouse, orders_table):
     code, out, _ = run_cli(capsys, "compact", "--warehouse", warehouse, "--table", "db.orders")
     assert code == 0
     assert "nothing to compact at snapshot 5" in out
+
+
+# -- the contract of issue 28: version, environment, shared flags, checks, JSON errors, codes --
+
+
+def last_json_line(err: str) -> dict:
+    """The JSON error object: the last line on stderr."""
+    return json.loads(err.strip().splitlines()[-1])
+
+
+def test_version_is_the_installed_distribution(capsys):
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0
+    assert out.strip() == f"dagster-paimon {version('dagster-paimon')}"
+
+
+def test_warehouse_defaults_to_the_environment_and_the_flag_wins(
+    capsys, monkeypatch, warehouse, orders_table, tmp_path
+):
+    monkeypatch.setenv("PAIMON_WAREHOUSE", warehouse)
+    code, out, err = run_cli(capsys, "health", "--table", "db.orders", "--json")
+    assert code == 0, err
+    assert json.loads(out)["snapshot_id"] == 4
+    monkeypatch.setenv("PAIMON_WAREHOUSE", str(tmp_path / "elsewhere"))
+    code, out, err = run_cli(capsys, "health", "--table", "db.orders", "--warehouse", warehouse)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "health", "--table", "db.orders")
+    assert code == 2 and "does not exist" in err
+    monkeypatch.delenv("PAIMON_WAREHOUSE")
+    code, out, err = run_cli(capsys, "health", "--table", "db.orders")
+    assert code == 2 and out == ""
+    assert "Missing option '--warehouse' (or set PAIMON_WAREHOUSE)" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--warehouse", "{w}", "--table", "db.orders", "--json", "health"],
+        ["health", "--warehouse", "{w}", "--table", "db.orders", "--json"],
+        ["--json", "--table", "db.orders", "health", "--warehouse", "{w}"],
+        ["-v", "--warehouse", "{w}", "health", "--json", "--table", "db.orders"],
+        # given before and after the command: the one after wins
+        [
+            "--table",
+            "db.nope",
+            "--warehouse",
+            "/nowhere",
+            "health",
+            "--table",
+            "db.orders",
+            "--warehouse",
+            "{w}",
+            "--json",
+        ],
+    ],
+)
+def test_shared_flags_go_before_or_after_the_command(
+    capsys, monkeypatch, warehouse, orders_table, argv
+):
+    monkeypatch.delenv("PAIMON_WAREHOUSE", raising=False)
+    code, out, err = run_cli(capsys, *(a.replace("{w}", warehouse) for a in argv))
+    assert code == 0, err
+    payload = json.loads(out)
+    assert (payload["table"], payload["snapshot_id"], len(payload["buckets"])) == (
+        "db.orders",
+        4,
+        4,
+    )
+
+
+@pytest.mark.parametrize("position", ["before", "after"])
+def test_arguments_are_checked_before_the_warehouse_is_touched(capsys, tmp_path, position):
+    missing = tmp_path / "no" / "warehouse"
+    shared = ["--warehouse", str(missing), "--table", "db.t"]
+    flags = ["--older-than", "5x"]
+    argv = (
+        [*shared, "expire-snapshots", *flags]
+        if position == "before"
+        else ["expire-snapshots", *shared, *flags]
+    )
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert "Invalid value for '--older-than': '5x' is not a duration" in err
+    assert "warehouse" not in err.lower()
+    assert not (tmp_path / "no").exists()
+
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 2 and out == ""
+    error = last_json_line(err)["error"]
+    assert error["type"] == "UsageError" and error["exit_code"] == 2
+    assert "'5x' is not a duration" in error["message"]
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize(
+    ("duration", "expected"),
+    [
+        ("30s", timedelta(seconds=30)),
+        ("15m", timedelta(minutes=15)),
+        ("15 min", timedelta(minutes=15)),
+        ("12h", timedelta(hours=12)),
+        ("7d", timedelta(days=7)),
+        ("2 days", timedelta(days=2)),
+        ("250", timedelta(milliseconds=250)),
+        ("0 ms", timedelta(0)),
+    ],
+)
+def test_durations_read_as_paimon_reads_them(duration, expected):
+    assert parse_duration(duration) == expected
+    # the same text as a table option (pypaimon's parser) gives the same milliseconds
+    assert expected / timedelta(milliseconds=1) == duration_ms(duration)
+
+
+@pytest.mark.parametrize("bad", ["5x", "", "h", "-1h", "1.5h", "soon"])
+def test_malformed_durations_are_argument_errors(bad):
+    with pytest.raises(InvalidArgumentError, match="not a duration"):
+        parse_duration(bad)
+
+
+def test_json_errors_are_objects_with_type_and_exit_code(capsys, warehouse, orders_table):
+    code, out, err = run_cli(
+        capsys, "health", "--warehouse", warehouse, "--table", "db.nope", "--json"
+    )
+    assert code == 2 and out == ""
+    assert json.loads(err) == {
+        "error": {
+            "type": "TableNotFoundError",
+            "message": "table 'db.nope' does not exist",
+            "exit_code": 2,
+        }
+    }
+    code, out, err = run_cli(capsys, "--json", "health", "--warehouse", warehouse, "--bogus")
+    assert code == 2 and out == ""
+    error = json.loads(err)["error"]
+    assert error["type"] == "UsageError" and "--bogus" in error["message"]
+
+
+def corrupt_manifests(table) -> None:
+    """Every manifest of the table unreadable: CorruptMetadataError, an operation failure."""
+    manifest_dir = table.table_path + "/manifest"
+    for name in os.listdir(manifest_dir):
+        with open(f"{manifest_dir}/{name}", "wb") as f:
+            f.write(b"not avro")
+
+
+def test_exit_codes_by_kind(capsys, caplog, monkeypatch, warehouse, orders_table):
+    """0 ok, 2 input (nothing changed), 1 an operation failure, 70 a bug (with traceback)."""
+    args = ["health", "--warehouse", warehouse, "--table", "db.orders", "--json"]
+    assert run_cli(capsys, *args)[0] == 0
+
+    code, _, err = run_cli(capsys, "compact", "--warehouse", warehouse, "--table", "orders")
+    assert code == 2 and "DB.TABLE" in err
+
+    # a bug: an invariant of ours failing, and any exception we never meant to raise
+    from dagster_paimon.lsm.model import levels
+
+    for bug in (InternalError("level invariant broken"), KeyError("oops")):
+
+        def broken(*_args, bug=bug, **_kwargs):
+            raise bug
+
+        monkeypatch.setattr(levels, "read_levels", broken)
+        caplog.clear()
+        code, out, err = run_cli(capsys, *args)
+        assert code == 70 and out == ""
+        [logged] = [r for r in caplog.records if "a bug in dagster-paimon" in r.getMessage()]
+        assert logged.exc_info is not None and logged.exc_info[1] is bug
+        assert last_json_line(err)["error"] == {
+            "type": type(bug).__name__,
+            "message": str(bug),
+            "exit_code": 70,
+        }
+    monkeypatch.undo()
+
+    corrupt_manifests(orders_table)
+    code, out, err = run_cli(capsys, *args)
+    assert code == 1 and out == ""
+    error = last_json_line(err)["error"]
+    assert (error["type"], error["exit_code"]) == ("CorruptMetadataError", 1)
+
+
+def test_internal_errors_are_not_input_errors():
+    assert not issubclass(InternalError, InputError)
+    assert issubclass(InvalidArgumentError, InputError)
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+USERS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
+
+
+@pytest.fixture
+def three_tables(warehouse, orders_table):
+    """db.orders (4 commits), crm.users (one commit, dynamic bucket) and crm.log (append)."""
+    users = create_table(warehouse, TableSpec("crm", "users", USERS, ("id",), -1))
+    write_with_pypaimon(users, pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}, USERS))
+    open_catalog(warehouse).create_table("crm.log", Schema.from_pyarrow_schema(USERS), False)
+    return warehouse
+
+
+def test_tables_lists_primary_key_tables_with_their_health(capsys, three_tables):
+    before = sorted(p.name for p in Path(three_tables).rglob("*"))
+    code, out, err = run_cli(capsys, "tables", "--warehouse", three_tables, "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [(r["table"], r["skipped"]) for r in rows] == [
+        ("crm.log", "append-only table (no primary key): nothing to compact"),
+        ("crm.users", None),
+        ("db.orders", None),
+    ]
+    log_row, users, orders = rows
+    assert log_row["summary"] is None and log_row["snapshot_id"] is None
+    assert (orders["snapshot_id"], orders["error"], orders["unsupported"]) == (4, None, [])
+    assert set(orders["summary"]) >= SUMMARY_KEYS
+    assert (orders["summary"]["files"], orders["summary"]["max_sorted_runs"]) == (16, 4)
+    assert orders["summary"]["buckets"] == 4
+    assert (users["snapshot_id"], users["summary"]["rows"]) == (1, 3)
+    assert sorted(p.name for p in Path(three_tables).rglob("*")) == before
+
+    code, out, err = run_cli(capsys, "--warehouse", three_tables, "tables")
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0].split() == [
+        "table", "snapshot", "buckets", "files", "bytes", "L0", "max-runs", "max-amp", "%"
+    ]  # fmt: skip
+    assert [line.split()[0] for line in lines[1:]] == ["crm.users", "db.orders", "crm.log:"]
+    assert lines[2].split()[1:4] == ["4", "4", "16"]
+    assert lines[3] == "crm.log: skipped, append-only table (no primary key): nothing to compact"
+
+
+def test_tables_filters_by_database_and_pattern(capsys, three_tables):
+    base = ["tables", "--warehouse", three_tables, "--json"]
+    code, out, _ = run_cli(capsys, *base, "--database", "db")
+    assert code == 0 and [r["table"] for r in json.loads(out)] == ["db.orders"]
+    code, out, _ = run_cli(capsys, *base, "--match", "*.us*", "--match", "db.*")
+    assert code == 0 and [r["table"] for r in json.loads(out)] == ["crm.users", "db.orders"]
+    code, out, _ = run_cli(capsys, *base, "--database", "crm", "--exclude", "crm.users")
+    assert code == 2 and out == ""
+    code, out, err = run_cli(capsys, *base, "--match", "sales.*")
+    assert code == 2 and out == ""
+    assert last_json_line(err)["error"]["type"] == "TableNotFoundError"
+    code, _, err = run_cli(capsys, *base, "--table", "db.orders")
+    assert code == 2 and "tables takes no --table" in err
+
+
+def test_tables_of_an_empty_warehouse_lists_nothing_and_a_missing_one_is_input(
+    capsys, warehouse, tmp_path
+):
+    code, out, err = run_cli(capsys, "tables", "--warehouse", warehouse, "--json")
+    assert code == 0, err
+    assert json.loads(out) == []
+    code, out, err = run_cli(capsys, "tables", "--warehouse", str(tmp_path / "missing"))
+    assert code == 2 and "does not exist" in err
+
+
+def test_tables_reports_an_unreadable_table_and_exits_1(capsys, three_tables, orders_table):
+    corrupt_manifests(orders_table)
+    code, out, err = run_cli(capsys, "tables", "--warehouse", three_tables, "--json")
+    assert code == 1
+    rows = {r["table"]: r for r in json.loads(out)}
+    assert rows["db.orders"]["error"].startswith("CorruptMetadataError: ")
+    assert rows["crm.users"]["error"] is None and rows["crm.users"]["snapshot_id"] == 1
+    assert last_json_line(err)["error"]["exit_code"] == 1

@@ -9,7 +9,11 @@ import pytest
 from pypaimon import Schema
 
 from dagster_paimon.discovery import Discovery, discover_tables, matches
-from dagster_paimon.errors import TableNotFoundError, WarehouseUnreachableError
+from dagster_paimon.errors import (
+    InvalidArgumentError,
+    TableNotFoundError,
+    WarehouseUnreachableError,
+)
 from dagster_paimon.table import TableSpec, create_table, open_catalog
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
@@ -53,7 +57,7 @@ def test_patterns_matching_nothing_and_bad_warehouses_are_specific_errors(wareho
         discover_tables(warehouse, include=["sales.*"])
     with pytest.raises(WarehouseUnreachableError):
         discover_tables(str(tmp_path / "missing"))
-    with pytest.raises(ValueError, match="version"):
+    with pytest.raises(InvalidArgumentError, match="version"):
         Discovery.from_json('{"version": 99}')
 
 

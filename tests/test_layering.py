@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "dagster_paimon"
-BASE = {"errors", "options", "partition", "failpoints", "redaction", "results", "unsupported"}
+BASE = {
+    "arguments",
+    "errors",
+    "options",
+    "partition",
+    "failpoints",
+    "redaction",
+    "results",
+    "unsupported",
+}
 ENGINE = {
     "base": {"base"},
     "storage": {"base", "storage"},

@@ -6,6 +6,7 @@ import pytest
 from pypaimon.schema.data_types import AtomicType, DataField
 from pypaimon.table.row.generic_row import GenericRowSerializer
 
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.partition import DEFAULT_PARTITION_NAME, Partition, parse_partition_spec
 
 FIELDS = (DataField(0, "dt", AtomicType("STRING")), DataField(1, "hr", AtomicType("INT")))
@@ -30,5 +31,5 @@ def test_parse_partition_spec():
     assert parse_partition_spec(None) is None
     assert parse_partition_spec(" dt = 2024-01-01 ,hr=3") == {"dt": "2024-01-01", "hr": "3"}
     for bad in ("dt", "=x", "dt=1,dt=2"):
-        with pytest.raises(ValueError, match="partition must look like K=V"):
+        with pytest.raises(InvalidArgumentError, match="partition must look like K=V"):
             parse_partition_spec(bad)

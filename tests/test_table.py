@@ -10,6 +10,7 @@ import pytest
 
 from dagster_paimon.errors import (
     DatabaseNotFoundError,
+    InvalidArgumentError,
     InvalidTableSpecError,
     SchemaMismatchError,
     TableNotFoundError,
@@ -88,7 +89,7 @@ def test_unknown_table_database_and_warehouse_have_their_own_errors(warehouse, t
 
 @pytest.mark.parametrize("bad", ["orders", ".orders", "db.", "a.b.c", ""])
 def test_malformed_identifiers_are_value_errors(bad):
-    with pytest.raises(ValueError, match=r"DB\.TABLE"):
+    with pytest.raises(InvalidArgumentError, match=r"DB\.TABLE"):
         parse_identifier(bad)
 
 

@@ -14,6 +14,7 @@ from pypaimon.schema.schema_manager import SchemaManager
 
 from dagster_paimon.cli import main
 from dagster_paimon.errors import (
+    InvalidArgumentError,
     InvalidOptionError,
     InvalidTableSpecError,
     UnsupportedLayoutError,
@@ -220,7 +221,7 @@ def test_health_reports_the_mode_and_keeps_working(warehouse, capsys):
 
 
 def test_an_unknown_operation_is_a_bad_argument(orders_table):
-    with pytest.raises(ValueError, match="operation"):
+    with pytest.raises(InvalidArgumentError, match="operation"):
         check_supported_layout(orders_table.table_schema, operation="vacuum")
 
 

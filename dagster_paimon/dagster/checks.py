@@ -44,7 +44,10 @@ def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) 
 
 
 def build_lsm_health_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
-    """One health check per table, on its ingest asset."""
+    """One health check per table, on its ingest asset.
+
+    Raises nothing itself; the check fails with what read_levels raises.
+    """
 
     @asset_check(
         asset=spec.asset_key,

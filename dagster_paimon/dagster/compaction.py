@@ -26,6 +26,8 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
 
     Needs the spec's warehouse resource and its PySpark resource, which is only started when
     the run's config asks for the Spark executor (use LazyPySparkResource).
+
+    Raises nothing for a valid PaimonTableSpec; a run fails with what compact_table raises.
     """
 
     @asset(

@@ -174,7 +174,11 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
         )
 
     def write_state_to_path(self, state_path: Path) -> None:
-        """List the warehouse and store the tables found, atomically."""
+        """List the warehouse and store the tables found, atomically.
+
+        Raises WarehouseUnreachableError, TableNotFoundError (no primary-key table matches
+        tables.include/exclude).
+        """
         resource = self.warehouse.resource()
         found = discover_tables(
             resource.uri,

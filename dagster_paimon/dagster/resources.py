@@ -25,6 +25,8 @@ class PaimonWarehouse(ConfigurableResource):
 
     Give explicit keys as `dagster.EnvVar("...")`: Dagster reads the variable when a run starts
     and its UI shows the variable's name, where a plain string would be shown in clear.
+
+    Raises InvalidOptionError (a secret among catalog_options).
     """
 
     uri: str = Field(description="Warehouse location: a local path or s3://bucket/prefix.")

@@ -157,6 +157,9 @@ def build_compaction_sensor(
     """Each tick reads health in one metadata pass and requests compaction where it is due.
 
     `job` is the table's compaction job (as `define_asset_job` returns it).
+
+    Raises nothing itself; a tick skips a table that is missing or transiently unreadable and
+    fails on any other error read_levels raises.
     """
 
     @sensor(

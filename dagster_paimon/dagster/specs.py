@@ -9,6 +9,7 @@ from typing import Any
 from dagster import AssetKey, PartitionsDefinition
 
 from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.table import TableSpec
 
 PartitionMapping = Callable[[str], Mapping[str, str]]
@@ -22,6 +23,9 @@ class PaimonTableSpec(TableSpec):
     `compaction.max-size-amplification-percent`; set them to compact earlier or later.
     `warehouse_key` and `spark_key` name the resources (PaimonWarehouse, a PySpark resource)
     every definition of the table uses.
+
+    Raises InvalidArgumentError (a partitioned spec without partition_mapping for several keys) and,
+    from validate, InvalidTableSpecError.
     """
 
     partitions_def: PartitionsDefinition | None = None
@@ -39,7 +43,7 @@ class PaimonTableSpec(TableSpec):
             and self.partition_mapping is None
             and len(self.partition_keys) != 1
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{self.identifier}: give partition_mapping to map a Dagster partition key "
                 f"onto the Paimon partition keys {list(self.partition_keys)}"
             )

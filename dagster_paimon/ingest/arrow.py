@@ -8,6 +8,7 @@ import uuid
 import pyarrow as pa
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.write import write_all
@@ -27,9 +28,13 @@ def ingest_arrow(table: FileStoreTable, data: pa.Table, *, mode: str = "append")
 
     Overwrite replaces exactly the partitions `data` holds rows of (the whole table if it is
     unpartitioned). Bad input raises before anything is written; on failure nothing changes.
+
+    Raises InvalidArgumentError (mode), SchemaMismatchError (data that does not fit the table),
+    InvalidOptionError (a format or option we cannot write), UnsupportedLayoutError; not input:
+    CommitConflictError, TransientStoreError.
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {list(MODES)}, got {mode!r}")
     start = time.perf_counter()
     check_writable(table)
     layout = plan_write_layout(table.table_schema, data.schema)

@@ -41,7 +41,7 @@ from pypaimon.common.external_path_provider import EntropyInjectExternalPathProv
 from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.utils.path import resolve_path, to_file_io_path
 
-from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError
 from dagster_paimon.io.paths import bucket_file_path
 from dagster_paimon.options import (
     CHANGELOG_FILE_PREFIX,
@@ -127,7 +127,7 @@ def _weights(options: Mapping[str, str]) -> tuple[int, ...] | None:
             parts.pop()
         weights = tuple(int(part.strip()) for part in parts)
         if any(w <= 0 for w in weights):
-            raise ValueError("weights must be positive integers")
+            raise InvalidArgumentError("weights must be positive integers")
         return weights
 
     return read_option(options, DATA_FILE_EXTERNAL_PATHS_WEIGHTS, parse, None)

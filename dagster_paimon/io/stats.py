@@ -51,6 +51,7 @@ from pypaimon.schema.data_types import (
 from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.row.generic_row import GenericRow
 
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.options import (
     CHANGELOG_FILE_STATS_MODE,
     FIELDS_PREFIX,
@@ -95,10 +96,10 @@ def stats_mode(text: str) -> StatsMode:
         return StatsMode(upper.lower())
     match = _TRUNCATE.fullmatch(upper)
     if match is None:
-        raise ValueError("expected none, counts, full or truncate(N)")
+        raise InvalidArgumentError("expected none, counts, full or truncate(N)")
     length = int(match.group(1))
     if length <= 0:
-        raise ValueError("truncate length should be larger than zero")
+        raise InvalidArgumentError("truncate length should be larger than zero")
     return StatsMode(TRUNCATE, length)
 
 

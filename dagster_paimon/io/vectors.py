@@ -15,7 +15,7 @@ import zlib
 import numpy as np
 from pyroaring import BitMap, BitMap64
 
-from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError
 
 MAGIC_32 = 1581511376
 MAGIC_64 = 1681511377
@@ -34,7 +34,7 @@ def add_positions(vector: DeletionVector, positions: np.ndarray) -> int:
     if len(positions) == 0:
         return 0
     if isinstance(vector, BitMap) and int(positions.max()) > MAX_32_POSITION:
-        raise ValueError("row position beyond 2^31-1 needs deletion-vectors.bitmap64")
+        raise InvalidOptionError("row position beyond 2^31-1 needs deletion-vectors.bitmap64")
     wide = isinstance(vector, BitMap64)
     values = array.array("Q" if wide else "I")
     values.frombytes(positions.astype(np.uint64 if wide else np.uint32).tobytes())

@@ -580,7 +580,10 @@ def _rollback(
 
 
 def diagnose(table: FileStoreTable, *, files: TableFiles | None = None) -> DoctorReport:
-    """Check every snapshot of the main branch and every tag for missing files; reads only."""
+    """Check every snapshot of the main branch and every tag for missing files; reads only.
+
+    Raises no input error (the report says what is broken); TransientStoreError.
+    """
     meta = TableMetadata(table, files or table_files(table))
     ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
     snapshots = meta.snapshots(ids)
@@ -674,7 +677,11 @@ def execute_repair(
 def doctor(
     table: FileStoreTable, *, repair: bool = False, files: TableFiles | None = None
 ) -> DoctorResult:
-    """Diagnose the table; with repair, roll back an unreadable newest run (execute_repair)."""
+    """Diagnose the table; with repair, roll back an unreadable newest run (execute_repair).
+
+    Raises no input error; RepairRefusedError (a broken snapshot that is not among the newest, or
+    tagged), TransientStoreError.
+    """
     return run_planned(
         lambda: diagnose(table, files=files),
         lambda report: execute_repair(table, report, files=files),

@@ -18,7 +18,7 @@ from pypaimon.common.json_util import JSON
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import StaleMaintenancePlanError
+from dagster_paimon.errors import InvalidArgumentError, StaleMaintenancePlanError
 from dagster_paimon.failpoints import (
     DATA_FILES_EXPIRED,
     METADATA_EXPIRED,
@@ -408,6 +408,11 @@ def plan_expiry(
 
     Retention comes from the table's snapshot.* (or changelog.*) options with `overrides` on
     top; `now_ms` is the clock the time retention is measured against.
+
+    Raises InvalidArgumentError (target; overrides: retain-min < 1, retain-max < retain-min, max-
+    deletes < 1, a negative time), InvalidOptionError (malformed retention options),
+    UnsupportedLayoutError; not input: MaintenanceAbortedError (an unreadable consumer, tag or
+    branch).
     """
     meta = TableMetadata(table, files or table_files(table))
     return _plan(meta, target, overrides, now_ms)
@@ -418,7 +423,9 @@ def _plan(
 ) -> ExpiryPlan:
     """plan_expiry through a given metadata reader (whose manifest reads it keeps)."""
     if target not in (SNAPSHOTS, CHANGELOGS):
-        raise ValueError(f"target must be {SNAPSHOTS!r} or {CHANGELOGS!r}, got {target!r}")
+        raise InvalidArgumentError(
+            f"target must be {SNAPSHOTS!r} or {CHANGELOGS!r}, got {target!r}"
+        )
     table = meta.table
     check_supported_layout(table.table_schema, operation=EXPIRY)
     options = table.table_schema.options
@@ -548,6 +555,8 @@ def expire(
 
     A plan that a tag, branch or consumer made stale before anything was deleted is made again,
     reading only the manifests that snapshots committed since added.
+
+    Raises as plan_expiry; then CommitConflictError, TransientStoreError (not input).
     """
     meta = TableMetadata(table, files or table_files(table))
     for replans in range(STALE_REPLANS + 1):
@@ -565,10 +574,18 @@ def expire(
 
 
 def expire_snapshots(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:
-    """Expire snapshots by snapshot.* retention; tags, consumers and branches keep theirs."""
+    """Expire snapshots by snapshot.* retention; tags, consumers and branches keep theirs.
+
+    Raises as plan_expiry (InvalidArgumentError for bad overrides, InvalidOptionError,
+    UnsupportedLayoutError).
+    """
     return expire(table, SNAPSHOTS, **kwargs)
 
 
 def expire_changelogs(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:
-    """Expire long-lived changelogs by changelog.* retention (falling back to snapshot.*)."""
+    """Expire long-lived changelogs by changelog.* retention (falling back to snapshot.*).
+
+    Raises as plan_expiry (InvalidArgumentError for bad overrides, InvalidOptionError,
+    UnsupportedLayoutError).
+    """
     return expire(table, CHANGELOGS, **kwargs)

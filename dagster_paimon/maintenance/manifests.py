@@ -402,7 +402,11 @@ def _merge(
 def plan_manifest_compaction(
     table: FileStoreTable, *, full: bool = False
 ) -> ManifestCompactionPlan:
-    """Merge the latest snapshot's manifests in memory; nothing is written."""
+    """Merge the latest snapshot's manifests in memory; nothing is written.
+
+    Raises InvalidOptionError (malformed manifest.* options), UnsupportedLayoutError; not input:
+    CorruptMetadataError.
+    """
     check_supported_layout(table.table_schema, operation=MANIFEST_COMPACTION)
     name = str(table.identifier.get_full_name())
     latest = table.snapshot_manager().get_latest_snapshot()
@@ -460,6 +464,8 @@ def execute_manifest_compaction(
 
     A commit that lost a race merges the new latest snapshot's manifests again. Manifests of
     failed or losing attempts are removed; the table is unchanged on any failure.
+
+    Raises no input error; CommitConflictError, TransientStoreError leave the table unchanged.
     """
     start = time.perf_counter()
     result = replace(plan.preview(), dry_run=False, manifests_after=plan.manifests_before)
@@ -505,6 +511,9 @@ def compact_manifests(
 
     full forces a full compaction whatever the thresholds (Java's compact_manifest procedure);
     otherwise the table's manifest.* options decide, exactly as at commit time.
+
+    Raises InvalidOptionError (malformed manifest.* options), UnsupportedLayoutError; not input:
+    CommitConflictError, CorruptMetadataError, TransientStoreError.
     """
     return run_planned(
         lambda: plan_manifest_compaction(table, full=full),

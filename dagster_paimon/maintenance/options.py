@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.options import (
     CHANGELOG_RETAIN_MAX,
     CHANGELOG_RETAIN_MIN,
@@ -43,16 +44,16 @@ class Retention:
     def validate(self) -> None:
         """Reject combinations Paimon rejects, before anything is read."""
         if self.retain_min < 1:
-            raise ValueError(f"retain-min must be >= 1, got {self.retain_min}")
+            raise InvalidArgumentError(f"retain-min must be >= 1, got {self.retain_min}")
         if self.retain_max < self.retain_min:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"retain-max ({self.retain_max}) must not be less than "
                 f"retain-min ({self.retain_min})"
             )
         if self.max_deletes < 1:
-            raise ValueError(f"max-deletes must be >= 1, got {self.max_deletes}")
+            raise InvalidArgumentError(f"max-deletes must be >= 1, got {self.max_deletes}")
         if self.time_retained_ms < 0:
-            raise ValueError("a retention time cannot be negative")
+            raise InvalidArgumentError("a retention time cannot be negative")
 
     def longer_than(self, other: Retention) -> bool:
         """Whether this keeps more than `other` (Java's changelogLifecycleDecoupled test)."""

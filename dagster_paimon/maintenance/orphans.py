@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.errors import InvalidArgumentError, MaintenanceAbortedError
 from dagster_paimon.io.external import (
     BUCKET_DIR_NAME,
     ENTROPY_DIR_NAMES,
@@ -232,9 +232,15 @@ def plan_orphan_removal(
     now_ms: int | None = None,
     files: TableFiles | None = None,
 ) -> OrphanPlan:
-    """List old unreferenced files; reads only."""
+    """List old unreferenced files; reads only.
+
+    Raises InvalidArgumentError (older-than not positive), InvalidOptionError (external-path options
+    we cannot honour), UnsupportedLayoutError; not input: MaintenanceAbortedError.
+    """
     if older_than_ms <= 0:
-        raise ValueError("older-than must be positive: younger files may belong to a commit")
+        raise InvalidArgumentError(
+            "older-than must be positive: younger files may belong to a commit"
+        )
     check_supported_layout(table.table_schema, operation=ORPHAN_REMOVAL)
     layout = external_layout(table)  # refuses external-path options we cannot honour
     meta = TableMetadata(table, files or table_files(table))
@@ -283,7 +289,12 @@ def remove_orphans(
     now_ms: int | None = None,
     files: TableFiles | None = None,
 ) -> OrphanResult:
-    """Find and (unless dry_run) delete orphan files older than the threshold."""
+    """Find and (unless dry_run) delete orphan files older than the threshold.
+
+    Raises InvalidArgumentError (older-than not positive), InvalidOptionError (external-path options
+    we cannot honour), UnsupportedLayoutError; not input: MaintenanceAbortedError,
+    TransientStoreError.
+    """
     return run_planned(
         lambda: plan_orphan_removal(table, older_than_ms=older_than_ms, now_ms=now_ms, files=files),
         lambda plan: execute_orphan_removal(table, plan, files=files),

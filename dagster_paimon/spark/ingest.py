@@ -26,6 +26,7 @@ from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from dagster_paimon import errors
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.ingest.arrow import MODES
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.kv import trimmed_primary_keys, value_schema
@@ -184,8 +185,10 @@ def spark_errors() -> Iterator[None]:
             if isinstance(error, type) and issubclass(error, errors.DagsterPaimonError):
                 raise error(message.strip()) from e
         condition = e.getCondition() or ""
-        if condition.startswith("CAST_") or condition.startswith("PATH_NOT_FOUND"):
-            raise ValueError(text.splitlines()[0]) from e
+        if condition.startswith("CAST_"):
+            raise errors.SchemaMismatchError(text.splitlines()[0]) from e
+        if condition.startswith("PATH_NOT_FOUND"):
+            raise InvalidArgumentError(text.splitlines()[0]) from e
         raise
 
 
@@ -239,9 +242,14 @@ def ingest_dataframe(
     its own on the driver. Input errors (schema, bucket mode) are raised before Spark runs
     anything; a failed task leaves the table at its previous snapshot with none of this write's
     files (files of attempts Spark itself abandons are orphans, for orphan removal).
+
+    Raises InvalidArgumentError (mode), WarehouseUnreachableError (or an S3 subclass: credentials,
+    access, bucket, endpoint), DatabaseNotFoundError, TableNotFoundError, InvalidTableSpecError (no
+    primary key), SchemaMismatchError (columns or values that do not fit), InvalidOptionError,
+    UnsupportedLayoutError; not input: CommitConflictError, TransientStoreError.
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {list(MODES)}, got {mode!r}")
     start = time.perf_counter()
     table = open_table(warehouse, identifier, catalog_options)
     check_writable(table)
@@ -298,9 +306,13 @@ def ingest_files(
     mode: str = "append",
     catalog_options: Mapping[str, str] | None = None,
 ) -> IngestResult:
-    """Read parquet, CSV (with a header) or JSON lines from a path and ingest them."""
+    """Read parquet, CSV (with a header) or JSON lines from a path and ingest them.
+
+    Raises InvalidArgumentError (format, mode, a missing source path) and what ingest_dataframe
+    raises.
+    """
     if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {list(FORMATS)}, got {fmt!r}")
+        raise InvalidArgumentError(f"format must be one of {list(FORMATS)}, got {fmt!r}")
     table = open_table(warehouse, identifier, catalog_options)
     reader = spark.read.format(fmt)
     if fmt == "csv":

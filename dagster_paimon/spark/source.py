@@ -31,7 +31,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from dagster_paimon.errors import SchemaMismatchError
+from dagster_paimon.errors import InvalidArgumentError, SchemaMismatchError
 from dagster_paimon.ingest.commit import commit_ingest, discard_writes
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.io.write import write_all
@@ -81,9 +81,11 @@ def table_ref(options: Mapping[str, str]) -> TableRef:
     warehouse = options.get(WAREHOUSE_OPTION)
     identifier = options.get("path") or options.get(TABLE_OPTION)
     if not warehouse:
-        raise ValueError("the paimon data source needs .option('warehouse', <path or s3 URI>)")
+        raise InvalidArgumentError(
+            "the paimon data source needs .option('warehouse', <path or s3 URI>)"
+        )
     if not identifier:
-        raise ValueError("name the table: .save('db.table') / .load('db.table')")
+        raise InvalidArgumentError("name the table: .save('db.table') / .load('db.table')")
     spelling = _catalog_option_names()
     catalog = sorted(
         (spelling.get(k[len(CATALOG_PREFIX) :].lower(), k[len(CATALOG_PREFIX) :]), str(v))
@@ -123,7 +125,7 @@ def check_one_task_per_bucket(messages: list[IngestMessage]) -> None:
         for w in m.writes:
             key = (w.partition, w.bucket)
             if owner.setdefault(key, m.task) != m.task:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"bucket {w.bucket} of partition {w.partition.label()} was written by Spark "
                     f"tasks {owner[key]} and {m.task}: a distributed input must keep each bucket "
                     "in one partition (use dagster_paimon.spark.ingest.distribute)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from dagster_paimon.errors import SchemaMismatchError
+from dagster_paimon.errors import InvalidArgumentError, SchemaMismatchError
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.table import create_table
 from tests.conftest import ORDERS_SCHEMA, data_files_on_disk, orders_batch, orders_spec
@@ -52,7 +52,7 @@ def test_bad_input_changes_nothing(warehouse):
         ingest_arrow(table, null_key)
     with pytest.raises(SchemaMismatchError, match="missing columns"):
         ingest_arrow(table, pa.table({"dt": ["2024-01-01"], "id": [1]}))
-    with pytest.raises(ValueError, match="mode must be one of"):
+    with pytest.raises(InvalidArgumentError, match="mode must be one of"):
         ingest_arrow(table, orders_batch(1), mode="upsert")
     assert data_files_on_disk(table) == files
     assert table.snapshot_manager().get_latest_snapshot().id == 1

@@ -16,7 +16,7 @@ from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pyroaring import BitMap, BitMap64
 
-from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError
 from dagster_paimon.io.index import (
     DELETION_VECTORS,
     BucketVectors,
@@ -247,18 +247,18 @@ def test_remove_marks_modified_only_if_a_vector_existed():
 
 
 def test_delete_beyond_32_bit_raises(table):
-    """On a 32-bit table, deleting a row past 2^31-1 raises ValueError."""
+    """On a 32-bit table, deleting a row past 2^31-1 raises InvalidOptionError."""
     vectors = BucketVectors({"a.parquet": BitMap([1])}, bitmap64=False)
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidOptionError):
         vectors.delete("a.parquet", np.array([2**31], dtype=np.int64))
     assert vectors.of("a.parquet") == BitMap([1])
     assert not vectors.modified
 
 
 def test_refused_delete_of_new_file_leaves_no_vector(table):
-    """A ValueError for a file without a vector leaves no empty vector behind."""
+    """An InvalidOptionError for a file without a vector leaves no empty vector behind."""
     vectors = BucketVectors({}, bitmap64=False)
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidOptionError):
         vectors.delete("a.parquet", np.array([2**31], dtype=np.int64))
     vectors.delete("b.parquet", np.array([1], dtype=np.int64))
     meta = vectors.write(table, partition_of(table, DAY1), 0)

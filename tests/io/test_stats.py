@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from pypaimon.schema.data_types import ArrayType, AtomicType, MapType, RowType
 
-from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError
 from dagster_paimon.io.stats import (
     ABSENT,
     COUNTS,
@@ -45,7 +45,7 @@ def test_modes_parse_as_java_does():
     assert stats_mode("none") == StatsMode(NONE)
     assert stats_mode("counts") == StatsMode(COUNTS)
     for bad in ("truncate(0)", "truncate", "trunc(3)", "all"):
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgumentError):
             stats_mode(bad)
     with pytest.raises(InvalidOptionError, match=r"metadata\.stats-mode"):
         table_mode({"metadata.stats-mode": "truncate(-1)"}, 0, changelog=False)

@@ -11,7 +11,7 @@ from pypaimon.deletionvectors.deletion_vector import DeletionVector as PaimonDel
 from pypaimon.table.source.deletion_file import DeletionFile
 from pyroaring import BitMap, BitMap64
 
-from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError
 from dagster_paimon.io.vectors import (
     MAGIC_32,
     MAGIC_64,
@@ -105,7 +105,7 @@ def test_32_bit_accepts_max_position():
 def test_32_bit_refuses_positions_beyond_2_31(position):
     """A 32-bit vector rejects positions > 2^31-1 and is left unchanged."""
     vector = vector_of([1, 2])
-    with pytest.raises(ValueError, match="bitmap64"):
+    with pytest.raises(InvalidOptionError, match="bitmap64"):
         add_positions(vector, np.array([3, position], dtype=np.int64))
     assert positions_of(vector).tolist() == [1, 2]
 

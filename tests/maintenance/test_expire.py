@@ -7,7 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from dagster_paimon.errors import MaintenanceAbortedError, StaleMaintenancePlanError
+from dagster_paimon.errors import (
+    InvalidArgumentError,
+    MaintenanceAbortedError,
+    StaleMaintenancePlanError,
+)
 from dagster_paimon.maintenance.expire import (
     DELETED_DATA_FILES,
     EXPIRED,
@@ -69,7 +73,7 @@ def test_retain_max_expires_even_young_snapshots(warehouse):
 
 def test_retain_max_below_retain_min_is_rejected(warehouse):
     table = history(warehouse, 2)
-    with pytest.raises(ValueError, match="retain-max"):
+    with pytest.raises(InvalidArgumentError, match="retain-max"):
         expire_snapshots(table, overrides=RetentionOverrides(retain_min=5, retain_max=2))
 
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pyarrow as pa
 import pytest
 
-from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.errors import InvalidArgumentError, MaintenanceAbortedError
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.options import HOUR_MS, RetentionOverrides
 from dagster_paimon.maintenance.orphans import DELETED, remove_orphans
@@ -88,7 +88,7 @@ def test_the_threshold_is_configurable_and_never_reaches_younger_files(warehouse
     result = remove_orphans(table, older_than_ms=HOUR_MS)
     assert result.orphans == (two_hours,)
     assert os.path.exists(half_hour)
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(InvalidArgumentError, match="positive"):
         remove_orphans(table, older_than_ms=0)
 
 

@@ -9,6 +9,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql.datasource import CaseInsensitiveDict
 
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.spark.source import register_sealed, table_ref
 from dagster_paimon.table import create_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
@@ -21,7 +22,7 @@ def test_catalog_options_get_pypaimons_spelling_back():
     ref = table_ref(options)
     assert (ref.warehouse, ref.identifier) == ("s3://b/w", "db.t")
     assert ref.catalog_options == (("fs.s3.accessKeyId", "AK"),)
-    with pytest.raises(ValueError, match="warehouse"):
+    with pytest.raises(InvalidArgumentError, match="warehouse"):
         table_ref(CaseInsensitiveDict({"path": "db.t"}))
 
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.io.fileindex.javamap import binary_string_hash, iteration_order, long_hash
 from dagster_paimon.io.fileindex.values import (
     JavaType,
@@ -106,7 +107,7 @@ class BitmapWriter:
         self, jtype: JavaType, version: int = DEFAULT_VERSION, block_size: int = DEFAULT_BLOCK_SIZE
     ):
         if version not in (VERSION_1, VERSION_2):
-            raise ValueError(f"invalid bitmap index version: {version}")
+            raise InvalidOptionError(f"invalid bitmap index version: {version}")
         self.jtype = jtype
         self.version = version
         self.block_size = block_size
@@ -193,7 +194,7 @@ class BitmapWriter:
                     blocks.append((first, block))
                     block, first, entries = bytearray(4), -1, 0
                 if len(block) + len(entry) > self.block_size:
-                    raise ValueError(
+                    raise InvalidOptionError(
                         f"a bitmap index entry of {len(entry)} bytes exceeds index-block-size "
                         f"{self.block_size}"
                     )

@@ -13,6 +13,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 
+from dagster_paimon.errors import SchemaMismatchError
 from dagster_paimon.io.fileindex.bitmap import roaring_bytes
 from dagster_paimon.io.fileindex.values import JavaType, decimal_unscaled, integral_values, nulls
 
@@ -54,7 +55,9 @@ class BsiWriter:
         values = np.concatenate(self.values) if self.values else np.zeros(0, np.int64)
         null_mask = np.concatenate(self.nulls) if self.nulls else np.zeros(0, bool)
         if np.any((values == np.iinfo(np.int64).min) & ~null_mask):
-            raise ValueError("a bsi index cannot hold Long.MIN_VALUE (Java's writer fails too)")
+            raise SchemaMismatchError(
+                "a bsi index cannot hold Long.MIN_VALUE (Java's writer fails too)"
+            )
         rows = np.arange(values.size, dtype=np.int64)
         positive = ~null_mask & (values >= 0)
         negative = ~null_mask & (values < 0)

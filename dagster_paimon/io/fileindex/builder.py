@@ -14,6 +14,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from dagster_paimon.errors import InternalError
 from dagster_paimon.io.fileindex import bitmap, bloom, bsi, rangebitmap
 from dagster_paimon.io.fileindex.format import serialize
 from dagster_paimon.io.fileindex.mapentry import entry_values
@@ -65,7 +66,7 @@ def _writer(spec: IndexSpec) -> IndexWriter:
         return rangebitmap.RangeBitmapWriter(
             spec.jtype, memory_bytes(chunk) if chunk is not None else None
         )
-    raise ValueError(f"file index type {spec.index_type!r} is not implemented")
+    raise InternalError(f"file index type {spec.index_type!r} is not implemented")
 
 
 class FileIndexBuilder:

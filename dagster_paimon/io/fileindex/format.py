@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dagster_paimon.errors import InvalidTableSpecError
 from dagster_paimon.io.fileindex.javamap import iteration_order, string_hash, string_ranks
 
 MAGIC = 1493475289347502
@@ -35,7 +36,7 @@ def write_utf(text: str) -> bytes:
         else:
             out += bytes((0xE0 | c >> 12, 0x80 | c >> 6 & 0x3F, 0x80 | c & 0x3F))
     if len(out) > 0xFFFF:
-        raise ValueError(f"name too long for a file index header: {text[:40]}...")
+        raise InvalidTableSpecError(f"name too long for a file index header: {text[:40]}...")
     return struct.pack(">H", len(out)) + bytes(out)
 
 

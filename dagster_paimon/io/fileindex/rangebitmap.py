@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dagster_paimon.errors import InternalError
 from dagster_paimon.io.fileindex.bitmap import roaring_bytes
 from dagster_paimon.io.fileindex.values import (
     JavaType,
@@ -45,11 +46,11 @@ def default_chunk_size(jtype: JavaType) -> int:
 def check_type(jtype: JavaType) -> None:
     """Refuse what KeyFactory.create refuses (Java's writer fails on it)."""
     if jtype.kind not in SUPPORTED_KINDS:
-        raise ValueError(f"a range-bitmap index does not take {jtype.root} values")
+        raise InternalError(f"a range-bitmap index does not take {jtype.root} values")
     if jtype.kind == "decimal" and jtype.precision > MAX_DECIMAL_PRECISION:
-        raise ValueError("a range-bitmap index takes DECIMAL with a precision in [0, 18] only")
+        raise InternalError("a range-bitmap index takes DECIMAL with a precision in [0, 18] only")
     if jtype.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and jtype.precision > MAX_TIMESTAMP_PRECISION:
-        raise ValueError("a range-bitmap index takes TIMESTAMP with a precision in [0, 6] only")
+        raise InternalError("a range-bitmap index takes TIMESTAMP with a precision in [0, 6] only")
 
 
 class SortedKeys:

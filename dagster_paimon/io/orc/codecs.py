@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import cramjam
 from backports import zstd
 
+from dagster_paimon.errors import InternalError
+
 # CompressionKind of orc_proto.proto
 NONE, ZLIB, SNAPPY, LZO, LZ4, ZSTD = range(6)
 CHUNK_HEADER = 3
@@ -67,7 +69,7 @@ class Codec:
         if self.kind == NONE:
             return section
         if self.kind not in DECOMPRESS:
-            raise ValueError(f"ORC compression kind {self.kind} is not one pyarrow writes")
+            raise InternalError(f"ORC compression kind {self.kind} is not one pyarrow writes")
         out = bytearray()
         pos = 0
         while pos < len(section):
@@ -93,7 +95,7 @@ class Codec:
         if self.kind == NONE:
             return bytes(data), []
         if self.kind not in COMPRESS:
-            raise ValueError(f"ORC compression kind {self.kind} is not one pyarrow writes")
+            raise InternalError(f"ORC compression kind {self.kind} is not one pyarrow writes")
         compress, size = COMPRESS[self.kind], self.chunk
         parts, starts, pos = [], [], 0
         for i in range(0, len(data), size):

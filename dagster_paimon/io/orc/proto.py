@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
+from dagster_paimon.errors import InternalError
 from dagster_paimon.io.varint import varint
 
 VARINT, FIXED64, BYTES, FIXED32 = 0, 1, 2, 5
@@ -41,7 +42,7 @@ def decode(data: bytes | memoryview) -> list[Field]:
             width = 8 if wire == FIXED64 else 4
             value, pos = bytes(data[pos : pos + width]), pos + width
         else:
-            raise ValueError(f"protobuf wire type {wire} is not used by ORC")
+            raise InternalError(f"protobuf wire type {wire} is not used by ORC")
         fields.append((number, wire, value))
     return fields
 

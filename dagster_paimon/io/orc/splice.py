@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dagster_paimon.errors import InternalError
 from dagster_paimon.io.orc.codecs import Codec
 from dagster_paimon.io.orc.decimals import DIRECT_V2, ROW_INDEX, EncodedColumn
 from dagster_paimon.io.orc.proto import BYTES, VARINT, Field, decode, encode, first
@@ -45,7 +46,7 @@ def spliced(data: memoryview, tail: Tail, swaps: Mapping[int, Swap]) -> bytes:
     """The file with each placeholder column (by ORC column id) replaced."""
     stripes = tail.repeated(FOOTER_STRIPES)
     if len(stripes) > 1:
-        raise ValueError(f"splicing columns into an ORC file of {len(stripes)} stripes")
+        raise InternalError(f"splicing columns into an ORC file of {len(stripes)} stripes")
     body, infos, stripe_stats = b"", [], []
     if stripes:
         info = decode(stripes[0])
@@ -97,7 +98,7 @@ def _stripe(
         pos += length
     missing = {c for c in swaps if (c, False) not in placed}
     if missing:
-        raise ValueError(f"ORC placeholder columns {sorted(missing)} have no data streams")
+        raise InternalError(f"ORC placeholder columns {sorted(missing)} have no data streams")
     new_footer = encode(
         [
             *(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from dagster_paimon.errors import InternalError
 from dagster_paimon.io.orc.proto import (
     BYTES,
     FIXED64,
@@ -41,7 +42,7 @@ def _fields(sub: bytes, allowed: set[int], what: str) -> dict[int, int | bytes]:
     fields = {number: value for number, _, value in decode(sub)}
     unknown = set(fields) - allowed
     if unknown:
-        raise ValueError(f"ORC {what} statistics carry fields {sorted(unknown)} we cannot merge")
+        raise InternalError(f"ORC {what} statistics carry fields {sorted(unknown)} we cannot merge")
     return fields
 
 
@@ -306,7 +307,7 @@ class _Column:
         allowed = {NUMBER_OF_VALUES, HAS_NULL} | ({self.typed.number} if self.typed else set())
         unknown = {n for n, _, _ in fields} - allowed
         if unknown:
-            raise ValueError(
+            raise InternalError(
                 f"ORC column statistics carry fields {sorted(unknown)} we cannot merge"
             )
         by_number = {n: v for n, _, v in fields}
@@ -335,7 +336,7 @@ class FileStatistics:
     def add(self, columns: list[bytes]) -> None:
         """Fold in one part's statistics, one ColumnStatistics per column."""
         if len(columns) != len(self.columns):
-            raise ValueError(f"{len(columns)} column statistics for {len(self.columns)} columns")
+            raise InternalError(f"{len(columns)} column statistics for {len(self.columns)} columns")
         for column, stats in zip(self.columns, columns, strict=True):
             column.add(stats)
 

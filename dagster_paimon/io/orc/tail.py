@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dagster_paimon.errors import InternalError
 from dagster_paimon.io.orc.codecs import NONE, Codec
 from dagster_paimon.io.orc.proto import BYTES, VARINT, Field, decode, encode, first
 
@@ -109,5 +110,5 @@ def write_tail(
         ]
     )
     if len(postscript) > 255:
-        raise ValueError(f"ORC postscript of {len(postscript)} bytes exceeds 255")
+        raise InternalError(f"ORC postscript of {len(postscript)} bytes exceeds 255")
     return metadata + footer + postscript + bytes([len(postscript)])

@@ -279,7 +279,11 @@ class CompactionPlan:
 
 
 def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPlan:
-    """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted)."""
+    """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted).
+
+    Raises InvalidOptionError (malformed or contradictory table options), UnsupportedLayoutError (a
+    Paimon mode we do not compact).
+    """
     if levels.schema is not None:
         check_supported_layout(levels.schema, operation=COMPACTION)
     options = compaction_job_options(levels.options)
@@ -337,6 +341,9 @@ def execute_compaction(
 
     Postponed rows move first (one task per partition), then every task runs, the moved
     partitions' buckets planned with their new level-0 files.
+
+    Raises no input error; CommitConflictError, CorruptMetadataError, TransientStoreError leave the
+    table unchanged.
     """
     start = time.perf_counter()
     if not plan.tasks and not plan.moves:
@@ -385,7 +392,12 @@ def compact_table(
     executor: TaskExecutor | None = None,
     dry_run: bool = False,
 ) -> CompactionResult:
-    """Plan (Paimon's pick per bucket, or full) and, unless dry_run, run and commit it."""
+    """Plan (Paimon's pick per bucket, or full) and, unless dry_run, run and commit it.
+
+    Raises InvalidArgumentError (a partition key the table lacks), InvalidOptionError (malformed or
+    contradictory table options), UnsupportedLayoutError (a Paimon mode we do not compact); not
+    input: CommitConflictError, CorruptMetadataError, TransientStoreError.
+    """
     check_supported_layout(table.table_schema, operation=COMPACTION)  # before reading levels
     return run_planned(
         lambda: plan_compaction(

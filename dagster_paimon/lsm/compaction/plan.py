@@ -14,6 +14,7 @@ from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.read.interval_partition import IntervalPartition
 
+from dagster_paimon.errors import InternalError
 from dagster_paimon.lsm.compaction.rewriter import LOOKUP, Rewriter, contains_delete_records
 from dagster_paimon.lsm.model.levels import Levels
 from dagster_paimon.lsm.model.options import CompactionOptions
@@ -63,7 +64,7 @@ class Upgrade:
     def __post_init__(self) -> None:
         """An upgrade to the level the file already has is a no-op Java never records."""
         if self.file.level == self.output_level:
-            raise ValueError(f"{self.file.file_name} is already at level {self.output_level}")
+            raise InternalError(f"{self.file.file_name} is already at level {self.output_level}")
 
     def upgraded_file(self) -> DataFileMeta:
         """The file's metadata at its new level; name, source, sequences and stats are kept."""
@@ -233,9 +234,9 @@ def plan_task(
     """
     rewriter = Rewriter.for_options(options)
     if not 0 <= unit.output_level <= max_level:
-        raise ValueError(f"output level {unit.output_level} is outside 0..{max_level}")
+        raise InternalError(f"output level {unit.output_level} is outside 0..{max_level}")
     if options.record_level_expire_time_ms is not None and record_level_expire is None:
-        raise ValueError("record-level.expire-time is set: pass record_level_expire")
+        raise InternalError("record-level.expire-time is set: pass record_level_expire")
     files = tuple(unit.files)
     if unit.file_rewrite:
         rewrites = tuple(

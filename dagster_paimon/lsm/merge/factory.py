@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError
 from dagster_paimon.lsm.merge.aggregate.aggregators import (
     MAX_PRODUCT_DECIMAL_PRECISION,
     BoolAnd,
@@ -342,7 +342,7 @@ def merge_function_from_options(
     """
     missing = [k for k in (*primary_keys, *partition_keys) if k not in value_schema.names]
     if missing:
-        raise ValueError(f"key fields {missing} are not in the value schema")
+        raise CorruptMetadataError(f"key fields {missing} are not in the value schema")
     engine = merge_engine(options)
     _check_field_options(options, value_schema)
     sequence_fields, _ = sequence_order(options, value_schema)

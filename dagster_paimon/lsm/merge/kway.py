@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pypaimon.schema.table_schema import TableSchema
 
+from dagster_paimon.errors import InternalError
 from dagster_paimon.io.kv import (
     INSERT,
     KEY_PREFIX,
@@ -270,7 +271,7 @@ def merge_sorted_runs(
     merge function wrappers: lookup, changelog); it applies `drop_delete` itself.
     """
     if max_batch_rows < 1:
-        raise ValueError("max_batch_rows must be at least 1")
+        raise InternalError("max_batch_rows must be at least 1")
     stats = stats if stats is not None else MergeStats()
     cursors = [_Run(run, key_columns) for run in runs]
     to_pull = list(cursors)

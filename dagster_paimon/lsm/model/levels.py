@@ -11,6 +11,7 @@ from pypaimon.schema.table_schema import TableSchema
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.errors import InternalError, InvalidArgumentError
 from dagster_paimon.io.index import deleted_rows, deletion_indexes
 from dagster_paimon.lsm.model.health import BucketHealth, TableHealth
 from dagster_paimon.lsm.model.options import CompactionOptions
@@ -37,7 +38,7 @@ class Levels:
         files = list(files)
         restored = max(num_levels, max((f.level for f in files), default=-1) + 1)
         if restored < 2:
-            raise ValueError("number of levels must be at least 2")
+            raise InternalError("number of levels must be at least 2")
         self.level0: list[DataFileMeta] = sorted(
             (f for f in files if f.level == 0), key=_level0_order
         )
@@ -125,6 +126,9 @@ def read_levels(
     """Levels of every bucket, optionally only those whose partition matches every given value.
 
     with_stats keeps value statistics on the files, which compaction needs to re-commit them.
+
+    Raises InvalidArgumentError (a partition key the table lacks), SnapshotNotFoundError,
+    InvalidOptionError (a malformed table option).
     """
     return levels_at(table, resolve_snapshot(table, snapshot_id), partition, with_stats=with_stats)
 
@@ -141,7 +145,7 @@ def levels_at(
     wanted = dict(partition or {})
     unknown = sorted(set(wanted) - set(table.partition_keys))
     if unknown:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{unknown} are not partition keys of {table.identifier.get_full_name()} "
             f"(partition keys: {list(table.partition_keys) or 'none'})"
         )

@@ -21,6 +21,7 @@ from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
+from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
 from dagster_paimon.io.hashes import read_hashes, write_hashes
 from dagster_paimon.io.index import delete_index_file
 from dagster_paimon.io.kv import SEQUENCE_NUMBER, key_columns, kv_schema, trimmed_primary_keys
@@ -192,7 +193,7 @@ class Level0Writer:
         """Buckets carried by a distributed input (checked), else hashed here."""
         if not self.layout.prepared and self.dynamic:
             if self.assigner is None:
-                raise ValueError(
+                raise UnsupportedLayoutError(
                     "a dynamic-bucket table needs one assigner per key: ingest through "
                     "dagster_paimon.spark.ingest (or ingest_arrow), not a bare DataFrame write"
                 )
@@ -203,7 +204,7 @@ class Level0Writer:
         buckets = np.asarray(pc.fill_null(column, -1)).astype(np.int32)
         top = self.num_buckets if self.num_buckets > 0 else MAX_BUCKET_IDS
         if buckets.size and (buckets.min() < 0 or buckets.max() >= top):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{BUCKET_COLUMN!r} holds buckets outside 0..{top - 1}; it must "
                 "come from dagster_paimon.spark.ingest.distribute"
             )
@@ -272,7 +273,7 @@ class Level0Writer:
             start = self.base_sequences.get(key, -1) + 1 + self.sequence_offset
             self._first[key] = start
         if self.sequence_offset and start + rows - self._first[key] > SEQUENCE_STRIDE:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "one Spark partition holds more than 2^32 rows of a single bucket; repartition "
                 "the DataFrame (or ingest through dagster_paimon.spark.ingest)"
             )

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from pypaimon.schema.data_types import AtomicType, DataField
 
-from dagster_paimon.errors import UnsupportedLayoutError
+from dagster_paimon.errors import SchemaMismatchError, UnsupportedLayoutError
 from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan
 from dagster_paimon.io.fileindex.values import java_type
 from dagster_paimon.io.paths import bucket_file_path
@@ -165,5 +165,5 @@ def test_bsi_round_trips_negative_values_and_decimals():
         assert by_row == {r: v for r, v in enumerate(expected) if v is not None}
     builder = FileIndexBuilder(file_index_plan({"file-index.bsi.columns": "t"}, fields))
     builder.write(pa.record_batch({"t": pa.array([np.iinfo(np.int64).min], pa.timestamp("us"))}))
-    with pytest.raises(ValueError, match="MIN_VALUE"):
+    with pytest.raises(SchemaMismatchError, match="MIN_VALUE"):
         builder.finish()  # Java's writer fails on it too

@@ -14,6 +14,7 @@ from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.table.row.binary_row import BinaryRow
 from pypaimon.table.row.generic_row import GenericRowSerializer
 
+from dagster_paimon.errors import InternalError
 from dagster_paimon.lsm.compaction.plan import RewriteGroup, TaskPlan, Upgrade, plan_task
 from dagster_paimon.lsm.model.levels import Levels
 from dagster_paimon.lsm.model.options import CompactionOptions
@@ -307,7 +308,7 @@ def test_record_level_expire_true_rewrites_every_big_file_alone():
 
 def test_record_level_expiry_needs_a_check():
     options = CompactionOptions(record_level_expire_time_ms=1000)
-    with pytest.raises(ValueError, match="record_level_expire"):
+    with pytest.raises(InternalError, match="record_level_expire"):
         plan([data_file("f")], options=options)
 
 
@@ -342,12 +343,12 @@ def test_upgrade_changes_only_the_level():
 
 
 def test_upgrade_to_the_same_level_is_refused():
-    with pytest.raises(ValueError, match="already at level"):
+    with pytest.raises(InternalError, match="already at level"):
         Upgrade(data_file("f", level=2), 2)
 
 
 def test_output_level_beyond_max_level_is_refused():
-    with pytest.raises(ValueError, match="outside"):
+    with pytest.raises(InternalError, match="outside"):
         plan([data_file("f")], output_level=MAX_LEVEL + 1)
 
 

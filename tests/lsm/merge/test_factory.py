@@ -7,7 +7,7 @@ import pytest
 from pypaimon.schema.schema import Schema
 from pypaimon.schema.table_schema import TableSchema
 
-from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError
 from dagster_paimon.lsm.merge.functions import (
     AggregateMergeFunction,
     DeduplicateMergeFunction,
@@ -203,5 +203,5 @@ def test_partial_update_accepts_last_non_null_value_without_a_group() -> None:
 
 def test_key_fields_must_be_value_fields() -> None:
     """A primary key missing from the schema is a programming error, not an option error."""
-    with pytest.raises(ValueError, match="not in the value schema"):
+    with pytest.raises(CorruptMetadataError, match="not in the value schema"):
         MergeEngine.from_options(VALUES, ["missing"], [], {})

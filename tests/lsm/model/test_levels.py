@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import pytest
 
-from dagster_paimon.errors import CorruptMetadataError, SnapshotNotFoundError
+from dagster_paimon.errors import CorruptMetadataError, InvalidArgumentError, SnapshotNotFoundError
 from dagster_paimon.lsm.model.health import size_amplification_percent
 from dagster_paimon.lsm.model.levels import Levels, read_levels
 from tests.conftest import orders_batch, write_with_pypaimon
@@ -148,7 +148,7 @@ def test_health_at_an_older_snapshot_and_partition_filter(orders_table):
 def test_unknown_snapshot_and_non_partition_filter_are_errors(orders_table):
     with pytest.raises(SnapshotNotFoundError, match="snapshot 99"):
         read_levels(orders_table, snapshot_id=99)
-    with pytest.raises(ValueError, match="not partition keys"):
+    with pytest.raises(InvalidArgumentError, match="not partition keys"):
         read_levels(orders_table, partition={"id": "1"})
 
 
