@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import sys
 import textwrap
 import uuid
 from pathlib import Path
