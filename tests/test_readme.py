@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 PLACEHOLDER = "/tmp/warehouse"
-FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.M | re.S)
+FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```$", re.M | re.S)
 
 SCHEMA = pa.schema(
     [
