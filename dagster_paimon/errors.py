@@ -51,6 +51,11 @@ class CorruptMetadataError(DagsterPaimonError):
     """Snapshot, manifest or level metadata violates an LSM invariant."""
 
 
+class CorruptFileError(CorruptMetadataError):
+    """A snapshot, schema, manifest or data file cannot be decoded: truncated, overwritten, or
+    not the format its name says. `dagster-paimon doctor` tells which snapshots need it."""
+
+
 class SchemaMismatchError(InputError):
     """Data or an existing table does not match the schema it is used with."""
 

@@ -16,6 +16,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.arguments import parse_identifier
 from dagster_paimon.errors import (
+    CorruptFileError,
     DatabaseNotFoundError,
     InvalidTableSpecError,
     SchemaMismatchError,
@@ -138,6 +139,8 @@ def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
         raise TableNotFoundError(f"table {identifier!r} does not exist") from e
     except OSError as e:
         raise WarehouseUnreachableError(f"cannot read warehouse: {e}") from e
+    except RuntimeError as e:  # pypaimon's "Failed to load schema", the decoding error its cause
+        raise CorruptFileError(f"table {identifier!r}: {e}: {e.__cause__}") from e
     if not table.table_schema.primary_keys:
         raise InvalidTableSpecError(f"table {identifier!r} has no primary key")
     return table

@@ -498,3 +498,39 @@ def test_tables_reports_an_unreadable_table_and_exits_1(capsys, three_tables, or
     assert rows["db.orders"]["error"].startswith("CorruptMetadataError: ")
     assert rows["crm.users"]["error"] is None and rows["crm.users"]["snapshot_id"] == 1
     assert last_json_line(err)["error"]["exit_code"] == 1
+
+
+def _garble(paths: list[str]) -> None:
+    for path in paths:
+        with open(path, "r+b") as f:
+            size = os.path.getsize(path)
+            f.truncate(max(1, size // 3))
+
+
+def _files(root: str, directory: str, prefix: str) -> list[str]:
+    found = []
+    for parent, _, names in os.walk(f"{root}/{directory}"):
+        found += [f"{parent}/{n}" for n in names if n.startswith(prefix)]
+    return found
+
+
+@pytest.mark.parametrize(
+    "directory, prefix, command",
+    [
+        ("snapshot", "snapshot-", ["health"]),
+        ("schema", "schema-", ["health"]),
+        ("manifest", "manifest-list-", ["remove-orphans", "--dry-run"]),
+        ("", "data-", ["compact", "--full"]),
+    ],
+)
+def test_corrupt_files_are_operation_failures(
+    capsys, warehouse, orders_table, directory, prefix, command
+):
+    """A truncated snapshot, schema, manifest list or data file is a CorruptFileError (exit 1),
+    neither input (2) nor a bug (70)."""
+    _garble(_files(orders_table.table_path, directory, prefix))
+    code, out, err = run_cli(
+        capsys, *command, "--warehouse", warehouse, "--table", "db.orders", "--json"
+    )
+    error = last_json_line(err)["error"]
+    assert (code, out, error["type"], error["exit_code"]) == (1, "", "CorruptFileError", 1), err

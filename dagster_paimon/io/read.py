@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,7 +12,7 @@ from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import SchemaMismatchError
+from dagster_paimon.errors import CorruptFileError, SchemaMismatchError
 from dagster_paimon.io.formats import open_reader
 from dagster_paimon.io.kv import (
     DELETE,
@@ -114,6 +115,15 @@ class RowFilter:
     keep: Callable[[pa.RecordBatch], np.ndarray]
 
 
+@contextmanager
+def _decoding(path: str) -> Iterator[None]:
+    """A data file Arrow cannot decode (truncated, overwritten) is a corrupt file, not a bug."""
+    try:
+        yield
+    except (pa.ArrowInvalid, EOFError) as e:
+        raise CorruptFileError(f"data file {path} cannot be decoded: {e}") from e
+
+
 def read_file(
     table: FileStoreTable,
     partition: Partition,
@@ -138,7 +148,7 @@ def read_file(
     target = pa.schema([full.field(c) for c in (*wanted, *extra)])
     path = data_file_path(table, partition, bucket, meta)
     start = 0
-    with table.file_io.new_input_stream(path) as stream:
+    with table.file_io.new_input_stream(path) as stream, _decoding(path):
         reader = open_reader(stream, meta.file_name)
         present = _file_columns(target, reader.names, sources)
         for batch in reader.batches(batch_rows, present):

@@ -17,7 +17,8 @@ from io import BytesIO
 import fastavro
 from pypaimon.snapshot.snapshot import Snapshot
 
-from dagster_paimon.snapshot.metadata import TableMetadata
+from dagster_paimon.errors import CorruptFileError
+from dagster_paimon.snapshot.metadata import AVRO_ERRORS, TableMetadata
 from dagster_paimon.storage.pool import parallel_map
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,12 @@ def _raw(meta: TableMetadata, name: str) -> _Raw | None:
             data = stream.read()
     except FileNotFoundError:
         return None
-    blocks = fastavro.block_reader(BytesIO(data))
-    schema = json.dumps(blocks.writer_schema, sort_keys=True)
-    return _Raw(data, schema, b"".join(block.bytes_.getvalue() for block in blocks))
+    try:
+        blocks = fastavro.block_reader(BytesIO(data))
+        schema = json.dumps(blocks.writer_schema, sort_keys=True)
+        return _Raw(data, schema, b"".join(block.bytes_.getvalue() for block in blocks))
+    except AVRO_ERRORS as e:
+        raise CorruptFileError(f"manifest list {name} is not a valid Avro file: {e}") from e
 
 
 def _decode(raw: _Raw) -> Manifests:

@@ -20,7 +20,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.tag.tag import Tag
 
-from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.errors import CorruptFileError, MaintenanceAbortedError
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.paths import bucket_file_path
 from dagster_paimon.partition import Partition
@@ -41,6 +41,8 @@ LATEST = "LATEST"
 APPEND_SOURCE = 0
 
 T = TypeVar("T")
+# what fastavro raises on bytes that are not the Avro file they should be
+AVRO_ERRORS = (ValueError, EOFError, KeyError, TypeError)
 
 
 @dataclass(frozen=True)
@@ -187,9 +189,13 @@ class TableMetadata:
 
     def _avro(self, name: str) -> list[dict]:
         """Records of one Avro file in the manifest directory."""
-        with self.file_io.new_input_stream(self.manifest_path(name)) as stream:
+        path = self.manifest_path(name)
+        with self.file_io.new_input_stream(path) as stream:
             data = stream.read()
-        return list(fastavro.reader(BytesIO(data)))
+        try:
+            return list(fastavro.reader(BytesIO(data)))
+        except AVRO_ERRORS as e:
+            raise CorruptFileError(f"{path} is not a valid Avro file: {e}") from e
 
     def manifest_list(self, name: str) -> list[tuple[str, tuple[str, ...]]]:
         """(manifest name, its extra files) of a manifest list."""

@@ -9,7 +9,7 @@ from pypaimon.common.json_util import JSON
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import SnapshotNotFoundError
+from dagster_paimon.errors import CorruptFileError, SnapshotNotFoundError
 
 APPEND, OVERWRITE, COMPACT = "APPEND", "OVERWRITE", "COMPACT"
 
@@ -23,7 +23,10 @@ def read_json(file_io: FileIO, path: str, cls: type[T]) -> T | None:
         text = file_io.read_file_utf8(path)
     except FileNotFoundError:
         return None
-    return JSON.from_json(text, cls)
+    try:
+        return JSON.from_json(text, cls)
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise CorruptFileError(f"{path} is not a valid {cls.__name__} file: {e}") from e
 
 
 def latest_snapshot_id(table: FileStoreTable) -> int | None:
