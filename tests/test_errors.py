@@ -38,6 +38,7 @@ NOT_INPUT = {
     "DagsterPaimonError",
     "InternalError",
     "CorruptMetadataError",
+    "CorruptFileError",
     "MergeError",
     "CommitConflictError",
     "MaintenanceAbortedError",
