@@ -7,7 +7,10 @@ JVMs map ready-made: 2-3 s less per CLI ingest in `bench/ingest.py`. A run that 
 dumps one when its JVM exits (`ArchiveClassesAtExit`), once. The archive's name hashes the java
 binary and the Spark jars it was dumped from; a JVM that still cannot use it (another JDK build,
 a classpath with a non-empty directory) runs without it, its CDS warnings silenced.
-`DAGSTER_PAIMON_CLASS_ARCHIVE=off` leaves the JVM as Spark starts it.
+
+Off unless asked for: the archive is about 180 MB per (java, Spark jars) pair, written under
+the cache directory. `PAIMON_SPARK_CLASS_ARCHIVE=1` (or `spark_session(class_archive=True)`)
+turns it on; without it the JVM starts as Spark starts it and nothing is written.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 CACHE_ENV = "DAGSTER_PAIMON_CACHE"
-SWITCH_ENV = "DAGSTER_PAIMON_CLASS_ARCHIVE"
+SWITCH_ENV = "PAIMON_SPARK_CLASS_ARCHIVE"
+ON = ("1", "true", "on", "yes")
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
 STALE_DUMP_SECONDS = 24 * 3600
 PROBE_SECONDS = 60
@@ -116,10 +120,18 @@ def maps_cleanly(archive: Path) -> bool:
     return done.returncode == 0
 
 
-def class_archive(spark_home: Path) -> ClassArchive | None:
-    """The archive for this java and the Spark under `spark_home`; None when switched off, or
-    without a java or a writable cache directory."""
-    if os.environ.get(SWITCH_ENV, "").lower() in ("off", "0", "false"):
+def enabled(setting: bool | None = None) -> bool:
+    """Whether the driver JVM uses (and dumps) a class-data archive: `setting` when given, else
+    $PAIMON_SPARK_CLASS_ARCHIVE (1, true, on or yes); off by default."""
+    if setting is not None:
+        return setting
+    return os.environ.get(SWITCH_ENV, "").strip().lower() in ON
+
+
+def class_archive(spark_home: Path, setting: bool | None = None) -> ClassArchive | None:
+    """The archive for this java and the Spark under `spark_home`; None unless enabled
+    (`enabled(setting)`), or without a java or a writable cache directory."""
+    if not enabled(setting):
         return None
     java = java_binary()
     jars = spark_home / "jars"
