@@ -3,7 +3,8 @@
 One pass over the catalog: every database, every table directory, each table's latest schema.
 Tables are named `db.table` and filtered by shell-style include/exclude patterns. Append-only
 tables and directories that are not Paimon tables are skipped with the reason logged; a
-pattern set matching no primary-key table is an error rather than an empty result.
+pattern set matching no primary-key table is an error rather than an empty result, unless the
+caller allows an empty one (`allow_empty`), which is then logged as a warning.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -27,6 +29,7 @@ from dagster_paimon.errors import (
 )
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.options import bucket
+from dagster_paimon.storage.local import local_path
 from dagster_paimon.table import open_catalog
 
 log = logging.getLogger(__name__)
@@ -136,12 +139,26 @@ def discover_tables(
     *,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    allow_empty: bool = False,
 ) -> Discovery:
     """Every primary-key table of the warehouse whose name the patterns select.
 
+    None is a TableNotFoundError naming the patterns; with `allow_empty`, a warning and an
+    empty result, a local warehouse directory that does not exist yet included (an
+    unreachable remote warehouse is a WarehouseUnreachableError either way).
+
     Raises WarehouseUnreachableError (or an S3 subclass), TableNotFoundError (no primary-key table
-    matches the patterns).
+    matches the patterns and `allow_empty` is not set).
     """
+    patterns = f"include {list(include) or ['*']} exclude {list(exclude)}"
+    local = local_path(warehouse)
+    if allow_empty and local is not None and not Path(local).exists():
+        log.warning(
+            "warehouse %r does not exist yet, no table matches %s: adopting none",
+            warehouse,
+            patterns,
+        )
+        return Discovery(warehouse, ())
     catalog = open_catalog(warehouse, catalog_options)
     try:
         databases = sorted(catalog.list_databases())
@@ -166,10 +183,14 @@ def discover_tables(
             else:
                 tables.append(found)
     if not tables:
-        raise TableNotFoundError(
-            f"no primary-key table of {warehouse!r} matches include {list(include) or ['*']} "
-            f"exclude {list(exclude)} (skipped: {dict(skipped) or 'none'})"
+        message = (
+            f"no primary-key table of {warehouse!r} matches {patterns} "
+            f"(skipped: {dict(skipped) or 'none'})"
         )
+        if not allow_empty:
+            raise TableNotFoundError(message)
+        log.warning("%s; adopting none", message)
+        return Discovery(warehouse, (), tuple(skipped))
     log.info(
         "discovered %d primary-key tables in %s, skipped %d", len(tables), warehouse, len(skipped)
     )

@@ -9,8 +9,13 @@ import pyarrow as pa
 import pytest
 
 from dagster_paimon.snapshot.entries import live_entries
+from dagster_paimon.spark.class_archive import SWITCH_ENV
 from dagster_paimon.table import TableSpec, create_table
 from tests.s3server import S3Server, moto_server
+
+# The suite opts in to the driver JVM's class-data archive (off by default): the Spark commands
+# it runs in fresh processes start from it, as they did when it was on by default.
+os.environ.setdefault(SWITCH_ENV, "1")
 
 ORDERS_SCHEMA = pa.schema(
     [

@@ -11,6 +11,10 @@ and its job, the `lsm_health` check, and the maintenance jobs and schedules. Pai
 become dynamic partitions, which the component's one sensor adds as they appear; each tick it
 also records every table's health as an observation and requests compaction of exactly the
 partitions over Paimon's triggers.
+
+Patterns that match no primary-key table fail the refresh (a typo fails loudly) unless
+`tables.allow_empty` is true: then a warning, and no definitions until a refresh finds one.
+Every YAML field carries a description and examples in the component's schema.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ import tempfile
 import zlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import dagster as dg
+from dagster import ComponentFormConfig
 from dagster.components import (
     DefsStateConfig,
     DefsStateConfigArgs,
-    ResolvedDefsStateConfig,
     Scaffolder,
     ScaffoldRequest,
     StateBackedComponent,
@@ -35,6 +39,7 @@ from dagster.components import (
 )
 from dagster.components.component_scaffolding import scaffold_component
 from dagster_pyspark import LazyPySparkResource
+from dagster_shared.serdes.objects.models.defs_state_info import DefsStateManagementType
 from pydantic import BaseModel, Field
 
 from dagster_paimon.dagster.checks import build_lsm_health_check
@@ -46,29 +51,71 @@ from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.sensors import build_warehouse_sensor
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.discovery import DiscoveredTable, Discovery, discover_tables
+from dagster_paimon.errors import TableNotFoundError
 from dagster_paimon.partition import parse_partition_spec
 
 DEFAULTS = MaintenanceCrons()
+ScheduleStatus = Literal["RUNNING", "STOPPED"]
+
+
+def described(description: str, *examples: Any) -> dg.Resolver:
+    """A YAML field's description and examples, as the component's schema shows them (`dg`,
+    the UI, editors); Dagster drops those a pydantic Field gives a field with a default."""
+    return dg.Resolver.default(description=description, examples=list(examples))
 
 
 class S3Args(dg.Resolvable, dg.Model):
     """How to reach an S3-compatible store; credentials come from the environment (boto3)."""
 
-    endpoint: str | None = Field(default=None, description="Endpoint of an S3-compatible store.")
-    region: str | None = None
-    path_style: bool = Field(default=False, description="Address buckets by path (MinIO, moto).")
+    endpoint: Annotated[
+        str | None,
+        described(
+            "Endpoint URL of an S3-compatible store (MinIO, moto, ...); unset for AWS S3.",
+            "http://minio:9000",
+        ),
+    ] = None
+    region: Annotated[
+        str | None,
+        described("Region of the bucket; unset leaves it to boto3's configuration.", "eu-west-1"),
+    ] = None
+    path_style: Annotated[
+        bool,
+        described(
+            "Address buckets by path (endpoint/bucket/key), as MinIO and most self-hosted "
+            "stores need; AWS uses virtual-hosted buckets (false).",
+            True,
+        ),
+    ] = False
 
 
 class WarehouseArgs(dg.Resolvable, dg.Model):
     """The warehouse: a local path or s3://bucket/prefix."""
 
-    uri: str
-    s3: S3Args | None = None
-    catalog_options: dict[str, str] = Field(
-        default_factory=dict,
-        description="Extra pypaimon catalog options; secrets are refused (the UI would show "
-        "them): credentials come from boto3's chain.",
-    )
+    uri: Annotated[
+        str,
+        described(
+            "Warehouse location: a local path or s3://bucket/prefix (s3a://, s3n:// too).",
+            "{{ env('PAIMON_WAREHOUSE') }}",
+            "s3://lake/warehouse",
+            "/data/warehouse",
+        ),
+    ]
+    s3: Annotated[
+        S3Args | None,
+        described(
+            "How to reach an S3 warehouse; credentials always come from boto3's chain "
+            "(environment, profile, role), never from this file.",
+            {"endpoint": "http://minio:9000", "region": "us-east-1", "path_style": True},
+        ),
+    ] = None
+    catalog_options: Annotated[
+        dict[str, str],
+        described(
+            "Extra pypaimon catalog options, passed through; secrets are refused (the UI "
+            "would show them): credentials come from boto3's chain.",
+            {"fs.s3.connection.maximum": "64"},
+        ),
+    ] = Field(default_factory=dict)
 
     def resource(self) -> PaimonWarehouse:
         """The `warehouse` resource every definition of the component uses."""
@@ -85,22 +132,84 @@ class WarehouseArgs(dg.Resolvable, dg.Model):
 class TablesArgs(dg.Resolvable, dg.Model):
     """Which tables to adopt: shell patterns over `db.table` (all when include is empty)."""
 
-    include: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
+    include: Annotated[
+        list[str],
+        described(
+            "Shell patterns over `db.table` naming the tables to adopt; empty adopts every "
+            "primary-key table of the warehouse.",
+            ["pos.*"],
+            ["sales.orders", "crm.*"],
+        ),
+    ] = Field(default_factory=list)
+    exclude: Annotated[
+        list[str],
+        described(
+            "Shell patterns over `db.table` of tables not to adopt, though included.",
+            ["*.tmp_*"],
+        ),
+    ] = Field(default_factory=list)
+    allow_empty: Annotated[
+        bool,
+        described(
+            "What a warehouse with no primary-key table matching include/exclude means. "
+            "false (the default): an error naming the patterns, so a typo fails the load "
+            "loudly. true: a warning, and the component defines nothing until a refresh "
+            "finds a table (a local warehouse directory not created yet counts as empty; "
+            "an unreachable S3 warehouse is still an error). For deployments meant to load "
+            "before the tables exist, such as an example or a fresh environment.",
+            True,
+        ),
+    ] = False
 
 
 class CompactionArgs(dg.Resolvable, dg.Model):
     """Compaction of adopted tables: the sensor, where rewrites run, the full-compaction cron."""
 
-    sensor: bool = True
-    sensor_interval_seconds: int = 60
-    executor: Literal["local", "spark"] = "local"
-    spark_conf: dict[str, str] = Field(
-        default_factory=dict,
-        description="Spark settings for executor: spark (default master local[*]; "
-        "spark.remote: sc://host:port for a Spark Connect server).",
-    )
-    full_cron: str = DEFAULTS.full_compaction
+    sensor: Annotated[
+        bool,
+        described(
+            "Run the component's sensor: it adds Paimon partitions as dynamic partitions, "
+            "records each table's health and requests compaction of the partitions over "
+            "Paimon's triggers.",
+            True,
+        ),
+    ] = True
+    sensor_interval_seconds: Annotated[
+        int, described("Seconds between two ticks of the sensor.", 60, 300)
+    ] = 60
+    executor: Annotated[
+        Literal["local", "spark"],
+        described(
+            "Where compaction rewrites run: local (threads of the run's process) or spark "
+            "(tasks of the Spark session spark_conf describes).",
+            "local",
+            "spark",
+        ),
+    ] = "local"
+    spark_conf: Annotated[
+        dict[str, str],
+        described(
+            "Spark settings for executor: spark (default master local[*]; spark.remote: "
+            "sc://host:port for a Spark Connect server).",
+            {"spark.master": "spark://spark-master:7077"},
+            {"spark.remote": "sc://spark-connect:15002"},
+        ),
+    ] = Field(default_factory=dict)
+    full_cron: Annotated[
+        str,
+        described(
+            "Cron of each table's full-compaction job (every bucket into its highest level).",
+            DEFAULTS.full_compaction,
+        ),
+    ] = DEFAULTS.full_compaction
+    full_default_status: Annotated[
+        ScheduleStatus,
+        described(
+            "Status of the full-compaction schedules until switched in the UI: STOPPED "
+            "(the default) or RUNNING.",
+            "RUNNING",
+        ),
+    ] = "STOPPED"
 
     def spark(self) -> LazyPySparkResource:
         """A Spark session started only when a compaction runs on Spark."""
@@ -111,9 +220,43 @@ class CompactionArgs(dg.Resolvable, dg.Model):
 
 
 class ScheduleArgs(dg.Resolvable, dg.Model):
-    """A maintenance job's schedule (stopped until switched on in the UI)."""
+    """A maintenance job's schedule: its cron, and whether it runs before switched on."""
 
-    cron: str
+    cron: Annotated[
+        str | None,
+        described("Cron of the job's schedule; unset keeps the job's default.", "15 * * * *"),
+    ] = None
+    default_status: Annotated[
+        ScheduleStatus,
+        described(
+            "Status of the schedule until switched in the UI: STOPPED (the default) or RUNNING.",
+            "RUNNING",
+        ),
+    ] = "STOPPED"
+
+
+class StateArgs(DefsStateConfigArgs):
+    """Where the list of adopted tables is kept (Dagster's state-backed component settings)."""
+
+    key: str | None = Field(
+        default=None,
+        description="Key of the state, unique per deployment; default "
+        "PaimonWarehouseComponent[<warehouse uri>].",
+        examples=["PaimonWarehouseComponent[s3://lake/warehouse]"],
+    )
+    management_type: DefsStateManagementType = Field(
+        description="Where the state is kept. LOCAL_FILESYSTEM: beside the project, written by "
+        "`dg utils refresh-defs-state` (or resources/refresh_state.py) before the code "
+        "location loads, and by `dagster dev` as it loads; VERSIONED_STATE_STORAGE: in the "
+        "instance's defs_state_storage, refreshed at any time; LEGACY_CODE_SERVER_SNAPSHOTS: "
+        "in memory, listed whenever the code server starts.",
+        examples=[t.value for t in DefsStateManagementType],
+    )
+    refresh_if_dev: bool = Field(
+        default=True,
+        description="List the warehouse again whenever `dagster dev` or `dg` loads the project.",
+        examples=[True],
+    )
 
 
 class ScaffoldParams(BaseModel):
@@ -137,16 +280,22 @@ class PaimonWarehouseScaffolder(Scaffolder[ScaffoldParams]):
             request,
             {
                 "warehouse": {"uri": uri or "{{ env('PAIMON_WAREHOUSE') }}"},
-                "tables": {"include": ["*"], "exclude": []},
+                "tables": {"include": ["*"], "exclude": [], "allow_empty": False},
                 "compaction": {
                     "sensor": True,
                     "executor": "local",
                     "full_cron": DEFAULTS.full_compaction,
+                    "full_default_status": "STOPPED",
                 },
-                "expire_snapshots": {"cron": DEFAULTS.expire_snapshots},
-                "expire_changelogs": {"cron": DEFAULTS.expire_changelogs},
-                "compact_manifests": {"cron": DEFAULTS.compact_manifests},
-                "remove_orphans": {"cron": DEFAULTS.remove_orphans},
+                **{
+                    kind: {"cron": getattr(DEFAULTS, kind), "default_status": "STOPPED"}
+                    for kind in (
+                        "expire_snapshots",
+                        "expire_changelogs",
+                        "compact_manifests",
+                        "remove_orphans",
+                    )
+                },
             },
         )
 
@@ -155,16 +304,66 @@ class PaimonWarehouseScaffolder(Scaffolder[ScaffoldParams]):
 class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
     """Adopts the primary-key tables of a Paimon warehouse: compaction, health, maintenance."""
 
-    warehouse: WarehouseArgs
-    tables: TablesArgs = Field(default_factory=TablesArgs)
-    compaction: CompactionArgs = Field(default_factory=CompactionArgs)
-    expire_snapshots: ScheduleArgs = ScheduleArgs(cron=DEFAULTS.expire_snapshots)
-    expire_changelogs: ScheduleArgs = ScheduleArgs(cron=DEFAULTS.expire_changelogs)
-    compact_manifests: ScheduleArgs = ScheduleArgs(cron=DEFAULTS.compact_manifests)
-    remove_orphans: ScheduleArgs = ScheduleArgs(cron=DEFAULTS.remove_orphans)
-    defs_state: ResolvedDefsStateConfig = Field(
-        default_factory=DefsStateConfigArgs.local_filesystem
-    )
+    warehouse: Annotated[
+        WarehouseArgs,
+        described(
+            "The warehouse whose tables are adopted, and how to reach it.",
+            {"uri": "{{ env('PAIMON_WAREHOUSE') }}"},
+            {"uri": "s3://lake/warehouse", "s3": {"region": "eu-west-1"}},
+        ),
+    ]
+    tables: Annotated[
+        TablesArgs,
+        described(
+            "Which primary-key tables to adopt, and whether finding none is an error.",
+            {"include": ["pos.*"], "exclude": ["*.tmp_*"]},
+            {"include": ["pos.*"], "allow_empty": True},
+        ),
+    ] = Field(default_factory=TablesArgs)
+    compaction: Annotated[
+        CompactionArgs,
+        described(
+            "Compaction of the adopted tables: the sensor, the executor, the full compaction.",
+            {"sensor": True, "sensor_interval_seconds": 30, "executor": "local"},
+        ),
+    ] = Field(default_factory=CompactionArgs)
+    expire_snapshots: Annotated[
+        ScheduleArgs,
+        described(
+            "Schedule of each table's snapshot expiry (its snapshot.* retention options).",
+            {"cron": DEFAULTS.expire_snapshots, "default_status": "RUNNING"},
+        ),
+    ] = Field(default_factory=ScheduleArgs)
+    expire_changelogs: Annotated[
+        ScheduleArgs,
+        described(
+            "Schedule of each table's expiry of changelogs kept longer than snapshots.",
+            {"cron": DEFAULTS.expire_changelogs},
+        ),
+    ] = Field(default_factory=ScheduleArgs)
+    compact_manifests: Annotated[
+        ScheduleArgs,
+        described(
+            "Schedule of each table's full manifest compaction.",
+            {"cron": DEFAULTS.compact_manifests},
+        ),
+    ] = Field(default_factory=ScheduleArgs)
+    remove_orphans: Annotated[
+        ScheduleArgs,
+        described(
+            "Schedule of each table's removal of files no snapshot, tag or branch uses.",
+            {"cron": DEFAULTS.remove_orphans, "default_status": "STOPPED"},
+        ),
+    ] = Field(default_factory=ScheduleArgs)
+    defs_state: Annotated[
+        StateArgs,
+        dg.Resolver.default(
+            description="Where the list of adopted tables is kept between loads (Dagster's "
+            "state-backed component settings); default: beside the project.",
+            examples=[{"management_type": "LOCAL_FILESYSTEM"}],
+            form_config=ComponentFormConfig(hidden=True),
+        ),
+    ] = Field(default_factory=StateArgs.local_filesystem)
 
     @property
     def defs_state_config(self) -> DefsStateConfig:
@@ -180,12 +379,19 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
         tables.include/exclude).
         """
         resource = self.warehouse.resource()
-        found = discover_tables(
-            resource.uri,
-            resource.paimon_options(),
-            include=self.tables.include,
-            exclude=self.tables.exclude,
-        )
+        try:
+            found = discover_tables(
+                resource.uri,
+                resource.paimon_options(),
+                include=self.tables.include,
+                exclude=self.tables.exclude,
+                allow_empty=self.tables.allow_empty,
+            )
+        except TableNotFoundError as e:
+            raise TableNotFoundError(
+                f"{e}. Check tables.include/exclude; to load with no table adopted until one "
+                "exists, set tables.allow_empty: true"
+            ) from e
         state_path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=state_path.parent, prefix=".state-")
         with os.fdopen(fd, "w") as out:
@@ -199,13 +405,27 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
         if state_path is None:
             return dg.Definitions()
         discovery = Discovery.from_json(state_path.read_text())
+        if not discovery.tables:  # allow_empty: the refresh logged it
+            return dg.Definitions()
         crons = MaintenanceCrons(
             full_compaction=self.compaction.full_cron,
-            expire_snapshots=self.expire_snapshots.cron,
-            expire_changelogs=self.expire_changelogs.cron,
-            compact_manifests=self.compact_manifests.cron,
-            remove_orphans=self.remove_orphans.cron,
+            expire_snapshots=self.expire_snapshots.cron or DEFAULTS.expire_snapshots,
+            expire_changelogs=self.expire_changelogs.cron or DEFAULTS.expire_changelogs,
+            compact_manifests=self.compact_manifests.cron or DEFAULTS.compact_manifests,
+            remove_orphans=self.remove_orphans.cron or DEFAULTS.remove_orphans,
         )
+        statuses = {
+            "full_compaction": dg.DefaultScheduleStatus(self.compaction.full_default_status),
+            **{
+                kind: dg.DefaultScheduleStatus(getattr(self, kind).default_status)
+                for kind in (
+                    "expire_snapshots",
+                    "expire_changelogs",
+                    "compact_manifests",
+                    "remove_orphans",
+                )
+            },
+        }
         tag = f"{zlib.crc32(self.warehouse.uri.encode()):08x}"
         keys = {"warehouse_key": f"paimon_warehouse_{tag}", "spark_key": f"paimon_spark_{tag}"}
         parts = []
@@ -234,7 +454,7 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
                     jobs=[job],
                 )
             )
-            parts.append(build_maintenance_definitions(spec, crons))
+            parts.append(build_maintenance_definitions(spec, crons, statuses))
         if self.compaction.sensor and watched:
             name = f"paimon_warehouse_sensor_{tag}"
             parts.append(

@@ -1,6 +1,6 @@
 """Maintenance jobs and schedules per table: full compaction, expiry, manifests, orphans."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from dagster_paimon.dagster.metadata import metric_metadata
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.retries import retried_when_transient
 from dagster_paimon.dagster.specs import PaimonTableSpec
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
@@ -114,9 +115,26 @@ def _maintenance_job(
 def build_maintenance_definitions(
     spec: PaimonTableSpec,
     crons: MaintenanceCrons = MaintenanceCrons(),
-    default_status: DefaultScheduleStatus = DefaultScheduleStatus.STOPPED,
+    default_status: DefaultScheduleStatus
+    | Mapping[str, DefaultScheduleStatus] = DefaultScheduleStatus.STOPPED,
 ) -> Definitions:
-    """Five jobs per table, each on its own schedule (stopped until switched on in the UI)."""
+    """Five jobs per table, each on its own schedule.
+
+    `default_status` is every schedule's status until it is switched in the UI: STOPPED (the
+    default) or RUNNING, or a mapping from a job's kind (a MaintenanceCrons field name:
+    full_compaction, expire_snapshots, expire_changelogs, compact_manifests, remove_orphans)
+    to its status, kinds not named STOPPED.
+    """
+    if isinstance(default_status, Mapping):
+        unknown = sorted(set(default_status) - set(MaintenanceCrons.__dataclass_fields__))
+        if unknown:
+            raise InvalidArgumentError(
+                f"default_status names {unknown}: the maintenance jobs are "
+                f"{sorted(MaintenanceCrons.__dataclass_fields__)}"
+            )
+        statuses = dict(default_status)
+    else:
+        statuses = dict.fromkeys(MaintenanceCrons.__dataclass_fields__, default_status)
 
     def full_compaction(warehouse: PaimonWarehouse, table, config: FullCompactionConfig):
         return compact_table(
@@ -181,7 +199,7 @@ def build_maintenance_definitions(
             name=f"{job.name}_schedule",
             job=job,
             cron_schedule=getattr(crons, kind),
-            default_status=default_status,
+            default_status=statuses.get(kind, DefaultScheduleStatus.STOPPED),
         )
         for kind, job in jobs.items()
     ]

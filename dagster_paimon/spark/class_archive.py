@@ -3,11 +3,16 @@
 A fresh driver JVM spends seconds loading, parsing and verifying the ~15,000 classes of Spark's
 jars while it starts and plans its first queries. The JDK's application class-data sharing
 (AppCDS, JDK 13+; Spark 4 needs 17) dumps the classes one run loaded into an archive that later
-JVMs map ready-made: 2-3 s less per CLI ingest in `bench/ingest.py`. A run that finds no archive
-dumps one when its JVM exits (`ArchiveClassesAtExit`), once. The archive's name hashes the java
+JVMs map ready-made: `bench/spark_start.py` measured 2.6-4.5 s less session start (3.3-5.8 s
+less per process) on 2 busy cores. A run that finds no archive dumps one when its JVM exits
+(`ArchiveClassesAtExit`), once, taking about 20 s longer. The archive's name hashes the java
 binary and the Spark jars it was dumped from; a JVM that still cannot use it (another JDK build,
 a classpath with a non-empty directory) runs without it, its CDS warnings silenced.
-`DAGSTER_PAIMON_CLASS_ARCHIVE=off` leaves the JVM as Spark starts it.
+
+Off unless asked for: the archive is about 160 MB per (java, Spark jars) pair (each virtual
+environment is another), written under the cache directory. `PAIMON_SPARK_CLASS_ARCHIVE=1`
+(or `spark_session(class_archive=True)`) turns it on; without it the JVM starts as Spark
+starts it and nothing is written.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 CACHE_ENV = "DAGSTER_PAIMON_CACHE"
-SWITCH_ENV = "DAGSTER_PAIMON_CLASS_ARCHIVE"
+SWITCH_ENV = "PAIMON_SPARK_CLASS_ARCHIVE"
+ON = ("1", "true", "on", "yes")
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
 STALE_DUMP_SECONDS = 24 * 3600
 PROBE_SECONDS = 60
@@ -78,7 +84,7 @@ class ClassArchive:
         """JVM options dumping the classes loaded into `target` at exit."""
         log.warning(
             "no class-data archive for this java and Spark yet: the driver JVM writes %s as it "
-            "exits (once; this run takes about 20 s longer, later ones start 2-3 s faster)",
+            "exits (once; this run takes about 20 s longer, later ones start a few seconds faster)",
             self.path,
         )
         return f"-XX:ArchiveClassesAtExit={target} {QUIET}"
@@ -116,10 +122,18 @@ def maps_cleanly(archive: Path) -> bool:
     return done.returncode == 0
 
 
-def class_archive(spark_home: Path) -> ClassArchive | None:
-    """The archive for this java and the Spark under `spark_home`; None when switched off, or
-    without a java or a writable cache directory."""
-    if os.environ.get(SWITCH_ENV, "").lower() in ("off", "0", "false"):
+def enabled(setting: bool | None = None) -> bool:
+    """Whether the driver JVM uses (and dumps) a class-data archive: `setting` when given, else
+    $PAIMON_SPARK_CLASS_ARCHIVE (1, true, on or yes); off by default."""
+    if setting is not None:
+        return setting
+    return os.environ.get(SWITCH_ENV, "").strip().lower() in ON
+
+
+def class_archive(spark_home: Path, setting: bool | None = None) -> ClassArchive | None:
+    """The archive for this java and the Spark under `spark_home`; None unless enabled
+    (`enabled(setting)`), or without a java or a writable cache directory."""
+    if not enabled(setting):
         return None
     java = java_binary()
     jars = spark_home / "jars"

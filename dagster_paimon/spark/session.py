@@ -18,7 +18,8 @@ from pyspark.find_spark_home import _find_spark_home
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
-from dagster_paimon.spark.class_archive import ClassArchive, class_archive
+from dagster_paimon.spark.class_archive import ClassArchive
+from dagster_paimon.spark.class_archive import class_archive as archive_for
 
 DEFAULT_MASTER = "local[*]"
 MIN_LOCAL_SHUFFLE_PARTITIONS = 4
@@ -36,6 +37,7 @@ def spark_session(
     remote: str | None = None,
     quiet: bool = False,
     source: bool = True,
+    class_archive: bool | None = None,
 ) -> SparkSession:
     """A session whose Python workers run this interpreter, with Arrow on and the UI off.
 
@@ -46,10 +48,19 @@ def spark_session(
     source on the session returned (also if it already existed); its first registration costs
     the JVM about a second, which callers that only ingest or compact (they run `mapInArrow`
     tasks, not the source) skip. `quiet` turns Spark's own logging off from JVM start (a CLI
-    prints its own errors). A driver JVM started here maps the class-data archive when one
-    exists (`dagster_paimon.spark.class_archive`); only `starting_session` writes one.
+    prints its own errors). With `class_archive` (default: $PAIMON_SPARK_CLASS_ARCHIVE, off), a
+    driver JVM started here maps the class-data archive when one exists
+    (`dagster_paimon.spark.class_archive`); only `starting_session` writes one.
     """
-    pending = PendingSession(master, app_name, conf, remote=remote, quiet=quiet, source=source)
+    pending = PendingSession(
+        master,
+        app_name,
+        conf,
+        remote=remote,
+        quiet=quiet,
+        source=source,
+        class_archive=class_archive,
+    )
     try:
         return pending.session()
     finally:
@@ -65,17 +76,26 @@ def starting_session(
     remote: str | None = None,
     quiet: bool = False,
     source: bool = True,
+    class_archive: bool | None = None,
 ) -> Iterator[PendingSession]:
     """`spark_session`'s session for the block, its driver JVM booting while the block runs.
 
     A classic session's JVM takes seconds to start and leaves this process idle; a caller with
     imports and table reads to do first does them inside the block, then takes the session
-    with `session()`. Leaving the block without taking it stops the JVM. When no class-data
-    archive exists yet (`class_archive`), a JVM launched here dumps one as this process exits,
-    which the next process's JVM starts from: for commands, not for long-lived processes.
+    with `session()`. Leaving the block without taking it stops the JVM. With `class_archive`
+    (default: $PAIMON_SPARK_CLASS_ARCHIVE, off), when no class-data archive exists yet, a JVM
+    launched here dumps one as this process exits, which the next process's JVM starts from:
+    for commands, not for long-lived processes.
     """
     pending = PendingSession(
-        master, app_name, conf, remote=remote, quiet=quiet, source=source, dump_archive=True
+        master,
+        app_name,
+        conf,
+        remote=remote,
+        quiet=quiet,
+        source=source,
+        class_archive=class_archive,
+        dump_archive=True,
     )
     try:
         yield pending
@@ -88,8 +108,9 @@ class PendingSession:
 
     The thread only launches the JVM and connects py4j to it (pyspark's `launch_gateway`, which
     imports nothing), so it never races the caller's imports; the SparkContext and session are
-    built on the caller's thread by `session()`. The JVM maps the class-data archive when there
-    is one, or, with `dump_archive`, dumps it when this process exits (`finish_archive`).
+    built on the caller's thread by `session()`. With `class_archive` on (`enabled`), the JVM
+    maps the class-data archive when there is one, or, with `dump_archive`, dumps it when this
+    process exits (`finish_archive`).
     """
 
     def __init__(
@@ -101,6 +122,7 @@ class PendingSession:
         remote: str | None,
         quiet: bool,
         source: bool,
+        class_archive: bool | None = None,
         dump_archive: bool = False,
     ):
         self.remote = remote
@@ -119,15 +141,16 @@ class PendingSession:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         if not remote and SparkContext._active_spark_context is None:
-            self._map_archive(dump_archive)
+            self._map_archive(class_archive, dump_archive)
             self._thread = threading.Thread(
                 target=self._launch, name="spark-driver-launch", daemon=True
             )
             self._thread.start()
 
-    def _map_archive(self, dump: bool) -> None:
-        """Add the class-data archive's JVM options: map it, or dump it if allowed."""
-        self._archive = class_archive(Path(_find_spark_home()))
+    def _map_archive(self, setting: bool | None, dump: bool) -> None:
+        """Add the class-data archive's JVM options: map it, or dump it if allowed; nothing
+        unless the archive is enabled."""
+        self._archive = archive_for(Path(_find_spark_home()), setting)
         if self._archive is None:
             return
         if self._archive.exists():

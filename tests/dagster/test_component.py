@@ -202,7 +202,9 @@ def test_bad_configuration_is_a_specific_error(tmp_path, warehouse, monkeypatch)
     assert "compactoin" in failure(typo) and "Extra inputs are not permitted" in failure(typo)
     nothing = tmp_path / "nothing"
     make_project(nothing, ATTRIBUTES.replace('["shop.*", "sales.*"]', '["crm.*"]'))
-    assert "TableNotFoundError: no primary-key table" in failure(nothing)
+    message = failure(nothing)
+    assert "TableNotFoundError: no primary-key table" in message
+    assert "include ['crm.*'] exclude ['*.tmp_*']" in message and "allow_empty" in message
     gone = tmp_path / "gone"
     monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", str(tmp_path / "missing"))
     make_project(gone, ATTRIBUTES)
@@ -263,3 +265,83 @@ def test_a_spark_connect_url_replaces_the_local_master():
     assert config == remote
     SparkSession.builder.config(map=config)  # validates the URLs; starts nothing
     assert CompactionArgs().spark().spark_config["spark.master"] == "local[*]"
+
+
+EMPTY_OK = ATTRIBUTES.replace('exclude: ["*.tmp_*"]', 'exclude: ["*.tmp_*"]\n  allow_empty: true')
+
+
+def test_allow_empty_adopts_nothing_with_a_warning(tmp_path, warehouse, monkeypatch, caplog):
+    """A pattern matching nothing, or a local warehouse not created yet: a warning, no defs."""
+    build_warehouse(warehouse)
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
+    typo = tmp_path / "typo"
+    make_project(typo, EMPTY_OK.replace('["shop.*", "sales.*"]', '["crm.*"]'))
+    refresh_state(typo)
+    defs = load(typo)
+    assert not defs.resolve_asset_graph().get_all_asset_keys()
+    assert not list(defs.schedules or []) and not list(defs.sensors or [])
+    assert "matches include ['crm.*']" in caplog.text and "adopting none" in caplog.text
+    caplog.clear()
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", str(tmp_path / "not-yet"))
+    fresh = tmp_path / "fresh"
+    make_project(fresh, EMPTY_OK)
+    refresh_state(fresh)
+    assert not load(fresh).resolve_asset_graph().get_all_asset_keys()
+    assert "does not exist yet" in caplog.text
+    found = tmp_path / "found"  # allow_empty changes nothing when tables match
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
+    make_project(found, EMPTY_OK)
+    refresh_state(found)
+    keys = {k.to_user_string() for k in load(found).resolve_asset_graph().get_all_asset_keys()}
+    assert {"shop/orders", "shop/events", "sales/orders"} <= keys
+
+
+def test_schedules_default_status_is_set_in_yaml(tmp_path, warehouse, monkeypatch):
+    build_warehouse(warehouse)
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
+    root = tmp_path / "status"
+    attributes = ATTRIBUTES.replace('full_cron: "0 3 * * *"', "full_default_status: RUNNING")
+    attributes = attributes.replace(
+        'cron: "20 * * * *"', 'cron: "20 * * * *"\n  default_status: RUNNING'
+    )
+    attributes += "remove_orphans:\n  default_status: STOPPED\n"
+    make_project(root, attributes)
+    refresh_state(root)
+    schedules = {s.name: s for s in load(root).schedules}
+    running = dg.DefaultScheduleStatus.RUNNING
+    stopped = dg.DefaultScheduleStatus.STOPPED
+    for table in ("shop_orders", "shop_events", "sales_orders"):
+        assert schedules[f"{table}_full_compaction_schedule"].default_status == running
+        assert schedules[f"{table}_expire_snapshots_schedule"].default_status == running
+        assert schedules[f"{table}_expire_snapshots_schedule"].cron_schedule == "20 * * * *"
+        for kind in ("expire_changelogs", "compact_manifests", "remove_orphans"):
+            assert schedules[f"{table}_{kind}_schedule"].default_status == stopped
+    # a schedule given only its status keeps the job's default cron
+    assert schedules["shop_orders_remove_orphans_schedule"].cron_schedule == "0 5 * * 0"
+    assert schedules["shop_orders_full_compaction_schedule"].cron_schedule == "0 2 * * *"
+
+
+def schema_properties(schema: dict) -> dict[str, dict]:
+    """Every property of every object in a JSON schema, its definitions included, by path."""
+    out = {}
+    for name, definition in [("component", schema), *schema.get("$defs", {}).items()]:
+        for field, body in definition.get("properties", {}).items():
+            out[f"{name}.{field}"] = body
+    return out
+
+
+def test_every_yaml_field_has_a_description_and_an_example():
+    from dagster_paimon import PaimonWarehouseComponent
+
+    schema = PaimonWarehouseComponent.get_model_cls().model_json_schema()
+    properties = schema_properties(schema)
+    nested = {path.split(".")[0] for path in properties}
+    assert {"component", "WarehouseArgsModel", "S3ArgsModel", "TablesArgsModel"} <= nested
+    assert {"CompactionArgsModel", "ScheduleArgsModel", "StateArgs"} <= nested
+    assert len(properties) >= 25
+    undocumented = [
+        path
+        for path, body in properties.items()
+        if not str(body.get("description") or "").strip() or not body.get("examples")
+    ]
+    assert undocumented == []

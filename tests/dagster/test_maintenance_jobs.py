@@ -1,11 +1,13 @@
 """Maintenance jobs run in process against a real table and leave its rows untouched."""
 
 import pyarrow as pa
-from dagster import DagsterInstance, Definitions
+import pytest
+from dagster import DagsterInstance, DefaultScheduleStatus, Definitions
 
 from dagster_paimon.dagster.maintenance import build_maintenance_definitions
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.lsm.model.levels import read_levels
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
@@ -63,3 +65,19 @@ def test_every_maintenance_job_runs_and_records_metrics(warehouse):
     earliest = min(s.id for s in table.snapshot_manager().list_snapshots())
     assert latest - earliest + 1 <= 3
     assert sorted_rows(read_rows(table), ("id",)) == before
+
+
+def test_schedules_default_status_is_one_status_or_one_per_job():
+    running, stopped = DefaultScheduleStatus.RUNNING, DefaultScheduleStatus.STOPPED
+
+    def statuses(**kwargs) -> dict[str, DefaultScheduleStatus]:
+        defs = build_maintenance_definitions(SPEC, **kwargs)
+        return {s.name.removeprefix("ops_items_"): s.default_status for s in defs.schedules}
+
+    assert set(statuses().values()) == {stopped}
+    assert set(statuses(default_status=running).values()) == {running}
+    per_job = statuses(default_status={"expire_snapshots": running})
+    assert per_job.pop("expire_snapshots_schedule") == running
+    assert set(per_job.values()) == {stopped}
+    with pytest.raises(InvalidArgumentError, match="expire_snapshot"):
+        build_maintenance_definitions(SPEC, default_status={"expire_snapshot": running})

@@ -1,4 +1,5 @@
-"""The driver JVM's class-data archive: keyed by java and Spark jars, dumped once, then mapped."""
+"""The driver JVM's class-data archive: off unless asked for; once on, keyed by java and Spark
+jars, dumped once, then mapped."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from dagster_paimon.spark.class_archive import CACHE_ENV, SWITCH_ENV, class_archive, maps_cleanly
+from dagster_paimon.spark.class_archive import (
+    CACHE_ENV,
+    SWITCH_ENV,
+    class_archive,
+    enabled,
+    maps_cleanly,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -23,7 +30,29 @@ def fake_spark(root: Path, jars: list[str]) -> Path:
     return root
 
 
-def test_the_archive_is_named_by_the_spark_jars(tmp_path, monkeypatch):
+@pytest.fixture
+def opted_in(monkeypatch):
+    """The archive switched on by the environment, as a user opts in."""
+    monkeypatch.setenv(SWITCH_ENV, "1")
+
+
+def test_the_archive_is_off_unless_asked_for(tmp_path, monkeypatch):
+    spark = fake_spark(tmp_path / "spark", ["spark-core.jar"])
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(SWITCH_ENV, raising=False)
+    assert not enabled() and class_archive(spark) is None
+    assert class_archive(spark, True) is not None  # a caller's own setting wins
+    for value in ("1", "true", "ON", "yes"):
+        monkeypatch.setenv(SWITCH_ENV, value)
+        assert enabled() and class_archive(spark) is not None
+    for value in ("0", "off", "", "no"):
+        monkeypatch.setenv(SWITCH_ENV, value)
+        assert not enabled() and class_archive(spark) is None
+    monkeypatch.setenv(SWITCH_ENV, "1")
+    assert class_archive(spark, False) is None
+
+
+def test_the_archive_is_named_by_the_spark_jars(tmp_path, monkeypatch, opted_in):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     one = class_archive(fake_spark(tmp_path / "a", ["spark-core-4.1.jar"]))
     same = class_archive(fake_spark(tmp_path / "b", ["spark-core-4.1.jar"]))
@@ -34,17 +63,14 @@ def test_the_archive_is_named_by_the_spark_jars(tmp_path, monkeypatch):
     assert one.path != same.path  # another jars directory is another classpath
 
 
-def test_switched_off_or_without_java_there_is_no_archive(tmp_path, monkeypatch):
+def test_without_java_there_is_no_archive(tmp_path, monkeypatch, opted_in):
     spark = fake_spark(tmp_path / "spark", ["spark-core.jar"])
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setenv(SWITCH_ENV, "off")
-    assert class_archive(spark) is None
-    monkeypatch.delenv(SWITCH_ENV)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
     assert class_archive(spark) is None
 
 
-def test_only_a_finished_dump_is_adopted(tmp_path, monkeypatch):
+def test_only_a_finished_dump_is_adopted(tmp_path, monkeypatch, opted_in):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     archive = class_archive(fake_spark(tmp_path / "spark", ["spark-core.jar"]))
     assert archive is not None
@@ -88,7 +114,7 @@ else:
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps")
 def test_a_session_block_dumps_the_archive_and_the_next_jvm_maps_it(tmp_path):
     env = {**os.environ, CACHE_ENV: str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
-    env.pop(SWITCH_ENV, None)
+    env[SWITCH_ENV] = "1"
 
     def run(*argv: str) -> tuple[dict, str]:
         done = subprocess.run(
@@ -123,3 +149,25 @@ def test_a_session_block_dumps_the_archive_and_the_next_jvm_maps_it(tmp_path):
     assert third == {"rows": 5, "mapped": False}
     assert "did not start with" in stderr and not archives[0].exists()
     assert list(tmp_path.glob("dagster-paimon-hs_err_pid*.log"))  # the crash log, kept aside
+
+
+@pytest.mark.slow
+def test_without_opting_in_a_session_block_writes_nothing(tmp_path):
+    """The default: the JVM starts as Spark starts it, and no cache directory is touched."""
+    home, cache = tmp_path / "home", tmp_path / "xdg-cache"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(cache), "TMPDIR": str(tmp_path)}
+    for name in (SWITCH_ENV, CACHE_ENV):
+        env.pop(name, None)
+    done = subprocess.run(
+        [sys.executable, "-c", SESSION, "dump"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    printed = [json.loads(line) for line in done.stdout.strip().splitlines()]
+    assert [p["rows"] for p in printed] == [5, 5]
+    assert "class-data archive" not in done.stderr
+    assert not cache.exists() and not list(home.rglob("*.jsa")) and not list(home.rglob("jvm"))

@@ -8,15 +8,21 @@ closing writes the tail. pyarrow releases the GIL while it encodes.
 Top-level DECIMAL(p<=18) columns are encoded by `decimals` (numpy) instead: ORC C++ spends
 more on each of them than on any other column. pyarrow writes an all-null placeholder in their
 place and `splice` swaps our streams in, in the same thread, before the stripe is stitched.
+The splice reproduces ORC C++'s bytes as the pyarrow releases in SPLICE_PROVEN_PYARROW write
+them (tests/io/orc proves each: same types, encodings, DATA bytes, row index and statistics);
+under any other pyarrow, pyarrow encodes decimal columns itself, as it does those above 18
+digits: the same file, written more slowly.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import queue
 import threading
 from collections import deque
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import pyarrow as pa
@@ -43,6 +49,13 @@ from dagster_paimon.io.orc.tail import (
     read_tail,
     write_tail,
 )
+
+log = logging.getLogger(__name__)
+
+# pyarrow releases whose ORC output the decimal splice is proven to reproduce (tests/io/orc run
+# under each, the splice forced on): the locked one and every other release pyproject.toml
+# allows. A release not listed (a newer pyarrow) writes its decimal columns itself.
+SPLICE_PROVEN_PYARROW = frozenset({"17.0.0", "18.0.0", "18.1.0", "19.0.1"})
 
 # Arrow bytes per stripe: small enough that two stripes encode at once even in small files
 # (16 MB encodes fastest on 2 cores; 64 MB, ORC's default stripe size, counts encoded bytes)
@@ -139,6 +152,37 @@ class _Stripe:
         return self.encoded
 
 
+def splice_proven(version: str | None = None) -> bool:
+    """Whether the decimal splice was proven on this pyarrow release (default: the installed
+    one): whether StripedOrcWriter encodes DECIMAL(p<=18) columns itself."""
+    return (pa.__version__ if version is None else version) in SPLICE_PROVEN_PYARROW
+
+
+@cache
+def _unproven_once(version: str) -> None:
+    """Say once per process that decimal columns go to pyarrow, and why."""
+    log.info(
+        "pyarrow %s is not among the releases the ORC decimal splice is proven on (%s): "
+        "pyarrow encodes ORC decimal columns itself (the same file, slower to write)",
+        version,
+        ", ".join(sorted(SPLICE_PROVEN_PYARROW)),
+    )
+
+
+def spliced_decimals(schema: pa.Schema) -> list[_Decimal]:
+    """The fields StripedOrcWriter encodes itself: top-level DECIMAL(p<=18), on a pyarrow the
+    splice is proven on; none otherwise."""
+    found = [
+        _Decimal(i, f.type.precision, f.type.scale)
+        for i, f in enumerate(schema)
+        if pa.types.is_decimal128(f.type) and f.type.precision <= MAX_PRECISION
+    ]
+    if found and not splice_proven():
+        _unproven_once(pa.__version__)
+        return []
+    return found
+
+
 class StripedOrcWriter:
     """An ORC file whose stripes are encoded in parallel and stitched in order."""
 
@@ -151,11 +195,7 @@ class StripedOrcWriter:
     ):
         self.stream, self.schema, self.compression = stream, schema, compression
         self.stripe_bytes = STRIPE_BYTES if stripe_bytes is None else stripe_bytes
-        self.decimals = [
-            _Decimal(i, f.type.precision, f.type.scale)
-            for i, f in enumerate(schema)
-            if pa.types.is_decimal128(f.type) and f.type.precision <= MAX_PRECISION
-        ]
+        self.decimals = spliced_decimals(schema)
         self._open: _Stripe | None = None
         self._sealed: deque[_Stripe] = deque()
         self._first: Tail | None = None

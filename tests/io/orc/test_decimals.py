@@ -6,18 +6,24 @@ positions each stream from our row index) and to rows inside them; pyarrow reads
 back. Stripe by stripe, the same rows written by pyarrow alone (ORC C++) give the proof of the
 rest: the same types, encodings, row-index and stripe statistics, the same DATA bytes, and,
 uncompressed, the same DATA positions.
+
+The splice runs in these tests whichever pyarrow is installed: run under another pyarrow
+release, they say whether it may join SPLICE_PROVEN_PYARROW; the locked release must be in it.
 """
 
 from __future__ import annotations
 
 import io
+import tomllib
 from decimal import Decimal
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.orc as orc
 import pytest
 
+from dagster_paimon.io.orc import writer as orc_writer
 from dagster_paimon.io.orc.codecs import NONE, Codec
 from dagster_paimon.io.orc.proto import decode, packed
 from dagster_paimon.io.orc.tail import FOOTER_STATISTICS, FOOTER_STRIPES, FOOTER_TYPES, read_tail
@@ -27,6 +33,31 @@ CODECS = ["zstd", "uncompressed", "snappy", "lz4", "zlib"]
 ROWS = 60_000
 STRIPE_BYTES = 1536 * 1024  # about 27,000 rows: three stripes of three row groups each
 LARGEST = 10**18 - 1  # DECIMAL(18)'s largest unscaled value
+
+
+LOCK = Path(__file__).resolve().parents[3] / "uv.lock"
+
+
+@pytest.fixture(autouse=True)
+def spliced_on_any_pyarrow(monkeypatch):
+    """The splice runs whether or not the installed pyarrow is proven: these tests prove it."""
+    monkeypatch.setattr(orc_writer, "splice_proven", lambda version=None: True)
+
+
+def test_the_locked_pyarrow_is_proven():
+    """Locking another pyarrow asks for these tests to be run under it first."""
+    packages = tomllib.loads(LOCK.read_text())["package"]
+    (locked,) = [p["version"] for p in packages if p["name"] == "pyarrow"]
+    assert locked in orc_writer.SPLICE_PROVEN_PYARROW
+
+
+def test_unproven_pyarrow_writes_no_spliced_decimals(monkeypatch):
+    schema = table().schema
+    assert [d.field for d in orc_writer.spliced_decimals(schema)] == [1, 2, 3]
+    monkeypatch.setattr(orc_writer, "splice_proven", lambda version=None: False)
+    assert orc_writer.spliced_decimals(schema) == []
+    monkeypatch.undo()
+    assert orc_writer.splice_proven("19.0.1") and not orc_writer.splice_proven("20.0.0")
 
 
 def decimals(unscaled: np.ndarray, null: np.ndarray, precision: int, scale: int) -> pa.Array:

@@ -190,3 +190,31 @@ def test_an_encoder_thread_failure_fails_the_compaction_and_changes_nothing(ware
     assert sorted(p.name for p in Path(warehouse).rglob("*.orc")) == files
     assert normalized(read_rows(table)) == normalized(list(model.values()))
     assert not [t for t in threading.enumerate() if t.name == "orc-stripe-encoder"]
+
+
+@pytest.mark.parametrize("proven", [True, False], ids=["spliced", "pyarrow-encoded"])
+def test_decimal_columns_read_back_with_and_without_the_splice(
+    warehouse, paimon_java, monkeypatch, proven
+):
+    """On a pyarrow the decimal splice is not proven on, pyarrow encodes decimal columns itself:
+    the files ingest and compaction write read back as the model, by pypaimon and Java."""
+    monkeypatch.setattr(orc_writer, "STRIPE_BYTES", 16 * 1024)
+    monkeypatch.setattr(orc_writer, "splice_proven", lambda version=None: proven)
+    spliced_files = []
+    splice = orc_writer.spliced
+
+    def counted(*args, **kwargs):
+        spliced_files.append(1)
+        return splice(*args, **kwargs)
+
+    monkeypatch.setattr(orc_writer, "spliced", counted)
+    model = orc_table_with_history(warehouse)
+    ours = [row(k, "ours") for k in range(1900, 2300)]
+    ingest_arrow(open_table(warehouse, "db.t"), pa.Table.from_pylist(ours, SCHEMA))
+    model.update({r["id"]: r for r in ours})
+    compact(warehouse, full=True)
+    assert extensions(warehouse) == {"orc"}
+    assert bool(spliced_files) == proven
+    expected = normalized(list(model.values()))
+    assert normalized(read_rows(open_table(warehouse, "db.t"))) == expected
+    assert_rust_and_java_read(warehouse, paimon_java, expected)
