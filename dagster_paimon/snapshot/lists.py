@@ -17,7 +17,7 @@ from io import BytesIO
 import fastavro
 from pypaimon.snapshot.snapshot import Snapshot
 
-from dagster_paimon.snapshot.metadata import TableMetadata
+from dagster_paimon.snapshot.metadata import TableMetadata, avro_records
 from dagster_paimon.storage.pool import parallel_map
 
 log = logging.getLogger(__name__)
@@ -58,14 +58,15 @@ def _raw(meta: TableMetadata, name: str) -> _Raw | None:
         return None
     blocks = fastavro.block_reader(BytesIO(data))
     schema = json.dumps(blocks.writer_schema, sort_keys=True)
-    return _Raw(data, schema, b"".join(block.bytes_.getvalue() for block in blocks))
+    # fastavro's stub of Block omits bytes_, the BytesIO of the block's decompressed records
+    payload = b"".join(block.bytes_.getvalue() for block in blocks)  # type: ignore[attr-defined]
+    return _Raw(data, schema, payload)
 
 
 def _decode(raw: _Raw) -> Manifests:
     """(manifest name, its extra files) of every record."""
     return tuple(
-        (r["_FILE_NAME"], tuple(r.get("_EXTRA_FILES") or ()))
-        for r in fastavro.reader(BytesIO(raw.data))
+        (r["_FILE_NAME"], tuple(r.get("_EXTRA_FILES") or ())) for r in avro_records(raw.data)
     )
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from io import BytesIO
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import fastavro
 from pypaimon.common.json_util import JSON
@@ -41,6 +41,11 @@ LATEST = "LATEST"
 APPEND_SOURCE = 0
 
 T = TypeVar("T")
+
+
+def avro_records(data: bytes) -> list[dict[str, Any]]:
+    """The records of an Avro file whose schema is a record (a manifest list, a manifest)."""
+    return cast(list[dict[str, Any]], list(fastavro.reader(BytesIO(data))))
 
 
 @dataclass(frozen=True)
@@ -193,7 +198,7 @@ class TableMetadata:
         """Records of one Avro file in the manifest directory."""
         with self.file_io.new_input_stream(self.manifest_path(name)) as stream:
             data = stream.read()
-        return list(fastavro.reader(BytesIO(data)))
+        return avro_records(data)
 
     def manifest_list(self, name: str) -> list[tuple[str, tuple[str, ...]]]:
         """(manifest name, its extra files) of a manifest list."""
@@ -314,13 +319,13 @@ class TableMetadata:
         if ref.external_path:
             parent = ref.external_path.rsplit("/", 1)[0]
             return [ref.external_path] + [f"{parent}/{e}" for e in ref.extra_files]
-        parent = self._bucket_dirs.get((ref.partition, ref.bucket))
-        if parent is None:
+        bucket_dir = self._bucket_dirs.get((ref.partition, ref.bucket))
+        if bucket_dir is None:
             partition = Partition.of_bytes(ref.partition, self.table.partition_keys_fields)
             path = bucket_file_path(self.table, partition, ref.bucket, ref.file_name)
-            parent = path.rsplit("/", 1)[0]
-            self._bucket_dirs[(ref.partition, ref.bucket)] = parent
-        return [f"{parent}/{name}" for name in (ref.file_name, *ref.extra_files)]
+            bucket_dir = path.rsplit("/", 1)[0]
+            self._bucket_dirs[(ref.partition, ref.bucket)] = bucket_dir
+        return [f"{bucket_dir}/{name}" for name in (ref.file_name, *ref.extra_files)]
 
     def manifest_path(self, name: str) -> str:
         """Where a manifest, manifest list or index manifest lives."""
