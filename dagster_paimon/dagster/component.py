@@ -207,7 +207,11 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
         parts = []
         watched = []
         for table in discovery.tables:
-            spec = replace(adopted_spec(table), **keys)
+            spec = replace(
+                adopted_spec(table),
+                warehouse_key=keys["warehouse_key"],
+                spark_key=keys["spark_key"],
+            )
             compaction = build_compaction_asset(spec)
             job = dg.define_asset_job(
                 compaction_job_name(spec),
