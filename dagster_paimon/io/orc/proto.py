@@ -52,7 +52,7 @@ def encode(fields: Iterable[Field]) -> bytes:
     for number, wire, value in fields:
         out += varint(number << 3 | wire)
         if wire == VARINT:
-            out += varint(as_int(value))
+            out += varint(int(value))  # numpy integers too
         elif wire == BYTES:
             raw = as_bytes(value)
             out += varint(len(raw)) + raw
