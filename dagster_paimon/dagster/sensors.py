@@ -203,7 +203,7 @@ def build_compaction_sensor(
 
 def build_warehouse_sensor(
     name: str,
-    tables: Sequence[tuple[PaimonTableSpec, JobDefinition | UnresolvedAssetJobDefinition]],
+    tables: Sequence[tuple[PaimonTableSpec, "JobDefinition | UnresolvedAssetJobDefinition"]],
     minimum_interval_seconds: int = 60,
     default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
 ) -> SensorDefinition:
@@ -239,7 +239,7 @@ def build_warehouse_sensor(
             return SkipReason(f"warehouse not reachable this tick: {e}")
 
         def read(
-            target: tuple[PaimonTableSpec, JobDefinition | UnresolvedAssetJobDefinition],
+            target: tuple[PaimonTableSpec, "JobDefinition | UnresolvedAssetJobDefinition"],
         ) -> TableLevels | Exception:
             spec = target[0]
             try:
