@@ -28,6 +28,7 @@ browser:
 
 test: sync browser
 	$(UV) run --locked ruff check .
+	$(UV) run --locked mypy
 	$(UV) run --locked pytest
 
 bench: sync

@@ -216,7 +216,7 @@ def _merged(ctx: click.Context, own: dict[str, Any]) -> Shared:
     """A command's shared flags merged with the group's: given after the command wins, then
     given before it, then the environment; switches are on if given anywhere."""
     run: Run = ctx.find_object(Run) or Run()
-    values = {}
+    values: dict[str, Any] = {}
     for name in SHARED:
         mine, source = own.pop(name), ctx.get_parameter_source(name)
         theirs, their_source = run.group.get(name, (None, None))

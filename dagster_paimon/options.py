@@ -15,6 +15,7 @@ from pypaimon.common.time_utils import parse_duration
 from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 BUCKET = "bucket"
 BUCKET_FUNCTION_TYPE = "bucket-function.type"
@@ -129,9 +130,9 @@ def read_option(
     options: Mapping[str, str],
     key: str,
     convert: Callable[[str], T],
-    default: T,
+    default: D,
     fallbacks: Sequence[str] = (),
-) -> T:
+) -> T | D:
     """The first of `key` and its fallback keys that is set, converted; else the default."""
     for candidate in (key, *fallbacks):
         raw = options.get(candidate)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any, Protocol, TypeVar
+from dataclasses import Field, replace
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from dagster_paimon.errors import transient_errors
 
@@ -20,10 +20,19 @@ Metrics = dict[str, int | float | None]
 
 
 class Result(Protocol):
-    """What an operation did, or with dry_run what it would do."""
+    """What an operation did, or with dry_run what it would do (a frozen dataclass)."""
 
-    dry_run: bool
-    seconds: float
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # what dataclasses.replace needs
+
+    @property
+    def dry_run(self) -> bool:
+        """Whether this previews a plan (nothing was changed)."""
+        ...
+
+    @property
+    def seconds(self) -> float:
+        """Wall time of planning and executing (or previewing)."""
+        ...
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON the CLI prints with --json."""
@@ -60,4 +69,4 @@ def run_planned(plan: Callable[[], P], execute: Callable[[P], R], *, dry_run: bo
         planned = plan()
     with transient_errors():
         result = planned.preview() if dry_run else execute(planned)
-    return replace(result, seconds=time.perf_counter() - start)  # type: ignore[type-var]
+    return replace(result, seconds=time.perf_counter() - start)

@@ -230,9 +230,9 @@ def _unindexable_column(schema: TableSchema, key: str, index_type: str, column: 
         if int(digits or 10) > MAX_DECIMAL_PRECISION[index_type]:
             return f"table option '{key}' indexes DECIMAL({digits}) column {column!r}"
     if root in _TIMESTAMPS and index_type in MAX_TIMESTAMP_PRECISION:
-        digits = text.split("(")[1].split(")")[0] if "(" in text else DEFAULT_TIMESTAMP_PRECISION
-        if int(digits) > MAX_TIMESTAMP_PRECISION[index_type]:
-            return f"table option '{key}' indexes {root}({digits}) column {column!r}"
+        precision = text.split("(")[1].split(")")[0] if "(" in text else DEFAULT_TIMESTAMP_PRECISION
+        if int(precision) > MAX_TIMESTAMP_PRECISION[index_type]:
+            return f"table option '{key}' indexes {root}({precision}) column {column!r}"
     return None
 
 

@@ -168,7 +168,9 @@ class SnapshotProducer:
         delta_size = lists.write(delta_name, delta_metas)
         failpoint(MANIFEST_LIST_WRITTEN)
         index_manifest = self.index_manifest(latest)
-        if index_manifest != (latest.index_manifest if latest else None):
+        if index_manifest is not None and index_manifest != (
+            latest.index_manifest if latest else None
+        ):  # a new index manifest (None only ever carries the latest's absence forward)
             attempt.names.append(index_manifest)
         changelog = self.changelog_entries(latest)
         changelog_list, changelog_size, changelog_records = None, None, None

@@ -363,7 +363,9 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
             examples=[{"management_type": "LOCAL_FILESYSTEM"}],
             form_config=ComponentFormConfig(hidden=True),
         ),
-    ] = Field(default_factory=StateArgs.local_filesystem)
+    ] = Field(
+        default_factory=lambda: StateArgs(management_type=DefsStateManagementType.LOCAL_FILESYSTEM)
+    )
 
     @property
     def defs_state_config(self) -> DefsStateConfig:
@@ -431,7 +433,11 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
         parts = []
         watched = []
         for table in discovery.tables:
-            spec = replace(adopted_spec(table), **keys)
+            spec = replace(
+                adopted_spec(table),
+                warehouse_key=keys["warehouse_key"],
+                spark_key=keys["spark_key"],
+            )
             compaction = build_compaction_asset(spec)
             job = dg.define_asset_job(
                 compaction_job_name(spec),

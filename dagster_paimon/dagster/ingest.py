@@ -1,7 +1,7 @@
 """The ingest asset: the user's Spark DataFrame lands in the table as level-0 files."""
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, cast
 
 from dagster import (
     AssetExecutionContext,
@@ -30,7 +30,8 @@ def _partition_frames(
     frames = []
     for key in context.partition_keys:
         context.log.info(f"building the DataFrame of partition {key}")
-        frames.append(fn(_KeyedContext(context, key), spark))
+        keyed = cast(AssetExecutionContext, _KeyedContext(context, key))  # a stand-in proxy
+        frames.append(fn(keyed, spark))
     combined = frames[0]
     for frame in frames[1:]:
         combined = combined.unionByName(frame)

@@ -97,6 +97,8 @@ def _maintenance_job(
         description=description,
         required_resource_keys={spec.warehouse_key},
     )
+    # dagster reads the op's config class from this annotation at run time: a variable, so no
+    # static type
     def maintenance_op(context: OpExecutionContext, config: config_type) -> None:  # type: ignore[valid-type]
         warehouse = spec.warehouse(context.resources)
         with retried_when_transient(context):

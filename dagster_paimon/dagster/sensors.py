@@ -4,7 +4,7 @@ for every table of a warehouse at once."""
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AddDynamicPartitionsRequest,
@@ -34,6 +34,11 @@ from dagster_paimon.lsm.model.health import BucketHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.lsm.model.watch import LevelsWatch
 from dagster_paimon.storage.pool import parallel_map
+
+if TYPE_CHECKING:  # what define_asset_job returns; dagster exports no public name for it
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
 
 IN_FLIGHT = [
     DagsterRunStatus.QUEUED,
@@ -102,8 +107,11 @@ def _partition_keys_by_paimon(
     spec: PaimonTableSpec, context: SensorEvaluationContext
 ) -> dict[tuple[tuple[str, str], ...], str]:
     """Reverse the spec's mapping: which Dagster partition key names each Paimon partition."""
+    if spec.partitions_def is None:
+        return {}
     keys = spec.partitions_def.get_partition_keys(dynamic_partitions_store=context.instance)
-    return {tuple(sorted(spec.paimon_partition(k).items())): k for k in keys}
+    # a partitioned spec maps every key to a Paimon partition (never None)
+    return {tuple(sorted((spec.paimon_partition(k) or {}).items())): k for k in keys}
 
 
 def table_requests(
@@ -123,6 +131,7 @@ def table_requests(
     unhealthy = unhealthy_partitions(
         levels, spec.sensor_sorted_run_trigger, spec.sensor_max_size_amplification_percent
     )
+    targets: dict[str, str | None]
     if spec.partitions_def is None:
         targets = {WHOLE_TABLE: None} if unhealthy else {}
     else:
@@ -197,7 +206,7 @@ def build_compaction_sensor(
 
 def build_warehouse_sensor(
     name: str,
-    tables: Sequence[tuple[PaimonTableSpec, JobDefinition]],
+    tables: Sequence[tuple[PaimonTableSpec, "JobDefinition | UnresolvedAssetJobDefinition"]],
     minimum_interval_seconds: int = 60,
     default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
 ) -> SensorDefinition:
@@ -232,7 +241,9 @@ def build_warehouse_sensor(
         except (WarehouseUnreachableError, TransientStoreError) as e:
             return SkipReason(f"warehouse not reachable this tick: {e}")
 
-        def read(target: tuple[PaimonTableSpec, JobDefinition]) -> TableLevels | Exception:
+        def read(
+            target: tuple[PaimonTableSpec, "JobDefinition | UnresolvedAssetJobDefinition"],
+        ) -> TableLevels | Exception:
             spec = target[0]
             try:
                 return watch.levels(

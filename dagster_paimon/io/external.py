@@ -217,8 +217,8 @@ class DataFilePaths:
         else:  # round-robin, specific-fs, weight-robin without weights: a random start
             self._position = random.randrange(len(roots))
 
-    def _next_root(self) -> str:
-        roots = self.external.roots
+    def _next_root(self, external: ExternalPaths) -> str:
+        roots = external.roots
         if self._cumulative is not None:
             drawn = random.random() * self._cumulative[-1]
             return roots[min(bisect.bisect_right(self._cumulative, drawn), len(roots) - 1)]
@@ -229,7 +229,7 @@ class DataFilePaths:
         """Where the next file, named `name`, is written."""
         if self.external is None:
             return bucket_file_path(self.table, self.partition, self.bucket, name)
-        root = self._next_root()
+        root = self._next_root(self.external)
         if self.external.strategy == ENTROPY_INJECT:
             relative = resolve_path(self._relative, f"{entropy_dirs(name)}/{name}")
             recorded = resolve_path(root, relative)

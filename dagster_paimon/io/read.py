@@ -65,14 +65,14 @@ def _source(name: str, present: Sequence[str], sources: Sources) -> str | None:
     A thin-mode file (data-file.thin-mode) has no _KEY_ columns: Paimon's readers take each
     key from its value column.
     """
-    name = sources.get(name, name)
-    if name is None:
+    source = sources.get(name, name)
+    if source is None:
         return None
-    if name not in present and name.startswith(KEY_PREFIX):
-        value = name[len(KEY_PREFIX) :]
+    if source not in present and source.startswith(KEY_PREFIX):
+        value = source[len(KEY_PREFIX) :]
         if value in present:
             return value
-    return name if name in present else None
+    return source if source in present else None
 
 
 def _file_columns(target: pa.Schema, present: Sequence[str], sources: Sources) -> list[str]:

@@ -34,6 +34,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -248,8 +249,9 @@ class ColumnCollector:
     def __init__(self, arrow_type: pa.DataType, mode: StatsMode, kind: str, file_format: str):
         self.mode, self.kind, self.format = mode, kind, file_format
         self.nulls = 0
-        self.low: object = None
-        self.high: object = None
+        # whatever pyarrow's as_py() gives for the column's type, compared with < and >
+        self.low: Any = None
+        self.high: Any = None
         self.floating = pa.types.is_floating(arrow_type)
         self.nan = False
         self.only_nan = True

@@ -70,6 +70,7 @@ def deserialize(blob: bytes, recorded_length: int | None = None) -> DeletionVect
     (crc,) = struct.unpack_from(">I", blob, 4 + length)
     if zlib.crc32(data) != crc:
         raise CorruptMetadataError("deletion vector checksum does not match")
+    kind: type[BitMap] | type[BitMap64]
     if struct.unpack_from(">i", data, 0)[0] == MAGIC_32:
         kind, size = BitMap, length
     elif struct.unpack_from("<i", data, 0)[0] == MAGIC_64:

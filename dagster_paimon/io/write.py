@@ -106,13 +106,21 @@ def write_all(writer: BatchWriter[T], batches: Iterable[pa.RecordBatch]) -> T:
         raise
 
 
+class _OutputStream(Protocol):
+    """What a writer needs of FileIO.new_output_stream's stream, beyond the format writer's."""
+
+    def tell(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class _OpenFile:
     """The output file being written and what its DataFileMeta will need."""
 
     name: str
     path: str
-    stream: object
+    stream: _OutputStream
     writer: FileWriter
     stats: FileStats
     rows: int = 0

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
@@ -120,7 +120,7 @@ def _minor(
     return MergeOutcome(result, MINOR if rewritten else None, rewritten)
 
 
-def _stat(row: object, index: int) -> object:
+def _stat(row: Any, index: int) -> object:
     """One field of a partition-stats row (BinaryRow from disk, GenericRow when fresh)."""
     return None if row is None else row.get_field(index)
 

@@ -52,9 +52,11 @@ def live_entries(
 
 def sorted_run_files(level: int, files: Iterable[DataFileMeta]) -> list[DataFileMeta]:
     """Files of one level >= 1 sorted by min key; overlapping key ranges are corrupt metadata."""
-    ordered = sorted(
-        files, key=cmp_to_key(lambda a, b: default_key_comparator(a.min_key, b.min_key))
-    )
+
+    def by_min_key(a: DataFileMeta, b: DataFileMeta) -> int:
+        return default_key_comparator(a.min_key, b.min_key)
+
+    ordered = sorted(files, key=cmp_to_key(by_min_key))
     for left, right in pairwise(ordered):
         if default_key_comparator(left.max_key, right.min_key) >= 0:
             raise CorruptMetadataError(

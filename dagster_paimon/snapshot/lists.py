@@ -18,7 +18,7 @@ import fastavro
 from pypaimon.snapshot.snapshot import Snapshot
 
 from dagster_paimon.errors import CorruptFileError
-from dagster_paimon.snapshot.metadata import AVRO_ERRORS, TableMetadata
+from dagster_paimon.snapshot.metadata import AVRO_ERRORS, TableMetadata, avro_records
 from dagster_paimon.storage.pool import parallel_map
 
 log = logging.getLogger(__name__)
@@ -43,8 +43,9 @@ class ListedManifests:
 
 @dataclass(frozen=True)
 class _Raw:
-    """A list file's bytes, writer schema and decompressed record bytes."""
+    """A list file's path, bytes, writer schema and decompressed record bytes."""
 
+    path: str
     data: bytes
     schema: str
     payload: bytes
@@ -52,25 +53,26 @@ class _Raw:
 
 def _raw(meta: TableMetadata, name: str) -> _Raw | None:
     """Read one list file; None if it does not exist."""
+    path = meta.manifest_path(name)
     try:
-        with meta.file_io.new_input_stream(meta.manifest_path(name)) as stream:
+        with meta.file_io.new_input_stream(path) as stream:
             data = stream.read()
     except FileNotFoundError:
         return None
     try:
         blocks = fastavro.block_reader(BytesIO(data))
         schema = json.dumps(blocks.writer_schema, sort_keys=True)
-        return _Raw(data, schema, b"".join(block.bytes_.getvalue() for block in blocks))
+        # fastavro's stub of Block omits bytes_, the BytesIO of the block's decompressed records
+        payload = b"".join(block.bytes_.getvalue() for block in blocks)  # type: ignore[attr-defined]
+        return _Raw(path, data, schema, payload)
     except AVRO_ERRORS as e:
-        raise CorruptFileError(f"manifest list {name} is not a valid Avro file: {e}") from e
+        raise CorruptFileError(f"{path} is not a valid Avro file: {e}") from e
 
 
 def _decode(raw: _Raw) -> Manifests:
     """(manifest name, its extra files) of every record."""
-    return tuple(
-        (r["_FILE_NAME"], tuple(r.get("_EXTRA_FILES") or ()))
-        for r in fastavro.reader(BytesIO(raw.data))
-    )
+    records = avro_records(raw.data, raw.path)
+    return tuple((r["_FILE_NAME"], tuple(r.get("_EXTRA_FILES") or ())) for r in records)
 
 
 def snapshot_lists(

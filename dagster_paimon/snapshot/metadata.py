@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from io import BytesIO
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import fastavro
 from pypaimon.manifest.index_manifest_file import IndexManifestFile
@@ -43,6 +43,14 @@ APPEND_SOURCE = 0
 T = TypeVar("T")
 # what fastavro raises on bytes that are not the Avro file they should be
 AVRO_ERRORS = (ValueError, EOFError, KeyError, TypeError)
+
+
+def avro_records(data: bytes, path: str) -> list[dict[str, Any]]:
+    """The records of an Avro file whose schema is a record (a manifest list, a manifest)."""
+    try:
+        return cast(list[dict[str, Any]], list(fastavro.reader(BytesIO(data))))
+    except AVRO_ERRORS as e:
+        raise CorruptFileError(f"{path} is not a valid Avro file: {e}") from e
 
 
 @dataclass(frozen=True)
@@ -192,10 +200,7 @@ class TableMetadata:
         path = self.manifest_path(name)
         with self.file_io.new_input_stream(path) as stream:
             data = stream.read()
-        try:
-            return list(fastavro.reader(BytesIO(data)))
-        except AVRO_ERRORS as e:
-            raise CorruptFileError(f"{path} is not a valid Avro file: {e}") from e
+        return avro_records(data, path)
 
     def manifest_list(self, name: str) -> list[tuple[str, tuple[str, ...]]]:
         """(manifest name, its extra files) of a manifest list."""
@@ -316,13 +321,13 @@ class TableMetadata:
         if ref.external_path:
             parent = ref.external_path.rsplit("/", 1)[0]
             return [ref.external_path] + [f"{parent}/{e}" for e in ref.extra_files]
-        parent = self._bucket_dirs.get((ref.partition, ref.bucket))
-        if parent is None:
+        bucket_dir = self._bucket_dirs.get((ref.partition, ref.bucket))
+        if bucket_dir is None:
             partition = Partition.of_bytes(ref.partition, self.table.partition_keys_fields)
             path = bucket_file_path(self.table, partition, ref.bucket, ref.file_name)
-            parent = path.rsplit("/", 1)[0]
-            self._bucket_dirs[(ref.partition, ref.bucket)] = parent
-        return [f"{parent}/{name}" for name in (ref.file_name, *ref.extra_files)]
+            bucket_dir = path.rsplit("/", 1)[0]
+            self._bucket_dirs[(ref.partition, ref.bucket)] = bucket_dir
+        return [f"{bucket_dir}/{name}" for name in (ref.file_name, *ref.extra_files)]
 
     def manifest_path(self, name: str) -> str:
         """Where a manifest, manifest list or index manifest lives."""

@@ -75,7 +75,8 @@ def _with_fixed_buckets(df: DataFrame, schema: TableSchema) -> DataFrame:
     if in_jvm is not None:
         return in_jvm
 
-    @F.arrow_udf("int")  # type: ignore[misc]
+    # pyspark's stub lacks arrow_udf(returnType) with the UDF type taken from the type hints
+    @F.arrow_udf("int")  # type: ignore[call-overload]
     def bucket_of(*columns: pa.Array) -> pa.Array:
         cast = [cast_column(c, t) for c, t in zip(columns, types, strict=True)]
         return pa.array(buckets_of(binary_row_hashes(cast), num_buckets), pa.int32())
@@ -86,7 +87,9 @@ def _with_fixed_buckets(df: DataFrame, schema: TableSchema) -> DataFrame:
 def default_parallelism(spark: SparkSession) -> int:
     """Spark's default parallelism, as the partitions of a range: Connect has no SparkContext."""
     ids = spark.range(1 << 16).select(F.spark_partition_id().alias("id"))
-    return int(ids.agg(F.max("id").alias("last")).first()["last"]) + 1
+    row = ids.agg(F.max("id").alias("last")).first()
+    assert row is not None, "an aggregate without grouping has one row"
+    return int(row["last"]) + 1
 
 
 def _with_dynamic_buckets(
@@ -102,7 +105,8 @@ def _with_dynamic_buckets(
     keys = trimmed_primary_keys(schema)
     types = {k: target.field(k).type for k in (*parts, *keys)}
 
-    @F.arrow_udf("int")  # type: ignore[misc]
+    # pyspark's stub lacks arrow_udf(returnType) with the UDF type taken from the type hints
+    @F.arrow_udf("int")  # type: ignore[call-overload]
     def channel_of(*columns: pa.Array) -> pa.Array:
         cast = [cast_column(c, types[k]) for c, k in zip(columns, (*parts, *keys), strict=True)]
         part_hashes = binary_row_hashes(cast[: len(parts)]) if parts else np.zeros(len(cast[0]))
@@ -166,7 +170,9 @@ def by_bucket(df: DataFrame, schema: TableSchema) -> DataFrame:
     buckets = total_buckets(schema)
     if not parts and buckets > 0:
         return df.repartitionById(buckets, F.col(BUCKET_COLUMN))
-    count = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    shuffle_partitions = df.sparkSession.conf.get("spark.sql.shuffle.partitions")
+    assert shuffle_partitions is not None, "Spark always defines spark.sql.shuffle.partitions"
+    count = int(shuffle_partitions)
     offset = F.hash(*[F.col(p) for p in parts]) if parts else F.lit(0)
     return df.repartitionById(count, F.pmod(offset + F.col(BUCKET_COLUMN), F.lit(count)))
 

@@ -249,8 +249,8 @@ class PendingSession:
                 except subprocess.TimeoutExpired:
                     gateway.proc.kill()
                     gateway.proc.wait()
-        SparkContext._gateway = None  # type: ignore[assignment]
-        SparkContext._jvm = None  # type: ignore[assignment]
+        SparkContext._gateway = None
+        SparkContext._jvm = None
         self._archive.adopt(self._dump, whole=exited_cleanly)
         self._spark = self._dump = None
 

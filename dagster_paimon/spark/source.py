@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -236,7 +236,7 @@ class PaimonReader(DataSourceReader):
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.partition = partition
 
-    def partitions(self) -> list[InputPartition]:
+    def partitions(self) -> Sequence[InputPartition]:
         """The splits of the latest snapshot, of the requested table partition if any."""
         return plan_splits(self.ref.open(), self.partition)
 

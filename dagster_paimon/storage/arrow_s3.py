@@ -14,7 +14,7 @@ import logging
 import re
 import tempfile
 from collections.abc import Callable
-from typing import Any, BinaryIO, TypeVar
+from typing import IO, Any, TypeVar
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -108,7 +108,7 @@ class SpooledUpload:
         self._path = path
         self._metadata = metadata
         # closed in close(), which the writer always calls
-        self._spool: BinaryIO = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115
+        self._spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115
         self.closed = False
 
     def write(self, data: bytes) -> int:
@@ -235,7 +235,7 @@ class RetryingS3Handler(pafs.FileSystemHandler):
         """A spooled upload: written locally, uploaded whole on close, the upload retried."""
         return pa.PythonFile(SpooledUpload(self, path, metadata), mode="w")
 
-    def upload(self, path: str, spool: BinaryIO, metadata: dict | None) -> None:
+    def upload(self, path: str, spool: IO[bytes], metadata: dict | None) -> None:
         """Upload a spool's bytes to `path`; a failed attempt starts over (PUT is idempotent)."""
 
         def attempt() -> None:
@@ -253,6 +253,8 @@ class RetryingS3Handler(pafs.FileSystemHandler):
 
 class RetryingS3FileIO(PyArrowFileIO):
     """pypaimon's S3 file IO over a retrying filesystem; paths as the S3 filesystem takes them."""
+
+    filesystem: pafs.FileSystem
 
     def __init__(self, path: str, catalog_options: Options, policy: RetryPolicy):
         super().__init__(path, catalog_options)
@@ -282,7 +284,7 @@ def retrying_file_io(file_io: FileIO, warehouse: str, policy: RetryPolicy) -> Fi
     """The catalog's file IO with its S3 requests retried; other stores are returned as is."""
     delegate = getattr(file_io, "_delegate", None)
     if delegate is not None:
-        file_io._delegate = retrying_file_io(delegate, warehouse, policy)  # type: ignore[attr-defined]
+        file_io._delegate = retrying_file_io(delegate, warehouse, policy)
         return file_io
     if type(file_io) is not PyArrowFileIO or not isinstance(file_io.filesystem, pafs.S3FileSystem):
         log.warning(

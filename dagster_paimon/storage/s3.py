@@ -427,7 +427,10 @@ class S3Files:
         while True:
             with s3_errors(directory, self.settings):
                 page = retrying(
-                    "LIST", directory, lambda r=request: client.list_objects_v2(**r), self.policy
+                    "LIST",
+                    directory,
+                    functools.partial(client.list_objects_v2, **request),
+                    self.policy,
                 )
             for obj in page.get("Contents", []):
                 name = obj["Key"][len(prefix) :]
@@ -456,7 +459,7 @@ class S3Files:
                 retrying(
                     "DELETE",
                     f"s3://{bucket}/{batch[0]} (+{len(batch) - 1} more)",
-                    lambda b=bucket, k=batch: self._delete_batch(b, k),
+                    functools.partial(self._delete_batch, bucket, batch),
                     self.policy,
                 )
                 deleted += len(batch)

@@ -27,7 +27,10 @@ from dagster_paimon.storage.s3 import (
 class Warehouse(Protocol):
     """What commits and maintenance need from a store, beyond pypaimon's file IO."""
 
-    uri: str
+    @property
+    def uri(self) -> str:
+        """The warehouse's URI, as configured."""
+        ...
 
     def catalog_options(self) -> dict[str, str]:
         """Options pypaimon's catalog needs to reach the store."""

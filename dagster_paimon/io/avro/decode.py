@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from io import BytesIO
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 import numpy as np
@@ -55,7 +55,10 @@ class BlockDecoder:
         """Column values by fastavro, the data read at once as the body of an Avro array of
         `rows` records."""
         array = BytesIO(encode_long(rows) + data + b"\0")
-        records = fastavro.schemaless_reader(array, self.fastavro_schema, None)
+        # the schema is an array of records: fastavro gives a list of dicts
+        records = cast(
+            list[dict[str, Any]], fastavro.schemaless_reader(array, self.fastavro_schema, None)
+        )
         return [[r[c] for r in records] for c in columns]
 
 

@@ -167,8 +167,9 @@ class BitmapWriter:
             if self.version == VERSION_2:
                 out += struct.pack(">i", len(null_bytes))
         if self.version == VERSION_1:
-            for code in order:
-                out += values.value_bytes(code) + struct.pack(">i", offsets[code])
+            if values is not None:  # no values, no entries
+                for code in order:
+                    out += values.value_bytes(code) + struct.pack(">i", offsets[code])
         else:
             out += self._blocks(values, offsets, lengths)
         if null_rows.size > 1:
@@ -182,7 +183,7 @@ class BitmapWriter:
     ) -> bytes:
         """V2's dictionary: block count, each block's first value and offset, the blocks' total
         size, then the blocks of (value, offset, length) entries sorted by value."""
-        blocks: list[tuple[int, bytearray]] = []
+        blocks: list[tuple[bytes, bytearray]] = []  # each block's first value, its entries
         if values is not None:
             block = bytearray(4)
             first = -1
@@ -191,7 +192,7 @@ class BitmapWriter:
                 entry = values.value_bytes(code) + struct.pack(">ii", offsets[code], lengths[code])
                 if first >= 0 and len(block) + len(entry) > self.block_size:
                     struct.pack_into(">i", block, 0, entries)
-                    blocks.append((first, block))
+                    blocks.append((values.value_bytes(first), block))
                     block, first, entries = bytearray(4), -1, 0
                 if len(block) + len(entry) > self.block_size:
                     raise InvalidOptionError(
@@ -203,11 +204,11 @@ class BitmapWriter:
                 block += entry
                 entries += 1
             struct.pack_into(">i", block, 0, entries)
-            blocks.append((first, block))
+            blocks.append((values.value_bytes(first), block))
         out = bytearray(struct.pack(">i", len(blocks)))
         position = 0
-        for first, block in blocks:
-            out += values.value_bytes(first) + struct.pack(">i", position)
+        for first_value, block in blocks:
+            out += first_value + struct.pack(">i", position)
             position += len(block)
         out += struct.pack(">i", position)
         for _, block in blocks:

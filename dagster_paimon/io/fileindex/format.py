@@ -52,8 +52,8 @@ def _hash_order(keys: list[str], *, head_insert: bool) -> list[str]:
 def serialize(indexes: Sequence[tuple[str, str, bytes]]) -> bytes:
     """The blob of (column, index type, index bytes) built in Java's maintainer order."""
     by_column: dict[str, dict[str, bytes]] = {}
-    for column, index_type, body in indexes:
-        by_column.setdefault(column, {})[index_type] = body
+    for column, index_type, index_bytes in indexes:
+        by_column.setdefault(column, {})[index_type] = index_bytes
     columns = _hash_order(list(by_column), head_insert=True)
     layout = [(c, _hash_order(list(by_column[c]), head_insert=False)) for c in columns]
     names = b"".join(write_utf(c) + b"".join(write_utf(t) for t in types) for c, types in layout)

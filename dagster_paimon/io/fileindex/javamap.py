@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +44,7 @@ def string_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
-def string_ranks(keys: list[str]) -> np.ndarray:
+def string_ranks(keys: Sequence[str]) -> np.ndarray:
     """Each string's place in String.compareTo order (UTF-16 code units)."""
     order = sorted(range(len(keys)), key=lambda i: keys[i].encode("utf-16-be"))
     ranks = np.empty(len(keys), dtype=np.int64)
@@ -120,7 +121,11 @@ class _Node:
 
     def __init__(self, key: int, hash_: int, rank: int):
         self.key, self.hash, self.rank = key, hash_, rank
-        self.next = self.prev = self.left = self.right = self.parent = None
+        self.next: _Node | None = None
+        self.prev: _Node | None = None
+        self.left: _Node | None = None
+        self.right: _Node | None = None
+        self.parent: _Node | None = None
         self.red = False
 
 
@@ -252,7 +257,7 @@ class _Map:
 
     def _treeify(self, index: int) -> None:
         """TreeNode.treeify: insert the bin's nodes in list order, then move the root first."""
-        root = None
+        root: _Node | None = None
         for x in self._chain(self.bins[index]):
             x.left = x.right = None
             if root is None:
@@ -271,11 +276,13 @@ class _Map:
                     root = _balance_insertion(root, x)
                     break
                 p = child
+        assert root is not None, "only a bin that reached TREEIFY_THRESHOLD is treeified"
         self.trees.add(index)
         self._move_root_to_front(index, root)
 
     def _root(self, index: int) -> _Node:
         node = self.bins[index]
+        assert node is not None, "a tree bin is never empty"
         while node.parent is not None:
             node = node.parent
         return node

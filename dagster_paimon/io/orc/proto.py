@@ -53,11 +53,12 @@ def encode(fields: Iterable[Field]) -> bytes:
     for number, wire, value in fields:
         out += varint(number << 3 | wire)
         if wire == VARINT:
-            out += varint(int(value))
+            out += varint(int(value))  # numpy integers too
         elif wire == BYTES:
-            out += varint(len(value)) + bytes(value)  # type: ignore[arg-type]
+            raw = as_bytes(value)
+            out += varint(len(raw)) + raw
         else:
-            out += bytes(value)  # type: ignore[arg-type]
+            out += as_bytes(value)
     return bytes(out)
 
 
@@ -74,6 +75,32 @@ def double(value: float) -> bytes:
 def first(fields: Iterable[Field], number: int) -> int | bytes | None:
     """The value of a field that occurs at most once, or None."""
     return next((value for n, _, value in fields if n == number), None)
+
+
+def as_int(value: int | bytes) -> int:
+    """A varint field's value; raw bytes where a varint belongs are a malformed message."""
+    if isinstance(value, bytes):
+        raise InternalError("protobuf field holds bytes where ORC writes a varint")
+    return value
+
+
+def as_bytes(value: int | bytes) -> bytes:
+    """A length-delimited or fixed-width field's bytes; a varint there is a malformed message."""
+    if isinstance(value, int):
+        raise InternalError("protobuf field holds a varint where ORC writes bytes")
+    return value
+
+
+def first_int(fields: Iterable[Field], number: int, default: int = 0) -> int:
+    """The value of a varint field that occurs at most once, or `default` when absent or 0."""
+    value = first(fields, number)
+    return as_int(value) or default if value is not None else default
+
+
+def first_bytes(fields: Iterable[Field], number: int) -> bytes:
+    """The bytes of a length-delimited field that occurs at most once (empty when absent)."""
+    value = first(fields, number)
+    return b"" if value is None else as_bytes(value)
 
 
 def packed(value: bytes) -> list[int]:

@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from dagster_paimon.errors import InternalError
 from dagster_paimon.io.orc.codecs import Codec
 from dagster_paimon.io.orc.decimals import DIRECT_V2, ROW_INDEX, EncodedColumn
-from dagster_paimon.io.orc.proto import BYTES, VARINT, Field, decode, encode, first
+from dagster_paimon.io.orc.proto import (
+    BYTES,
+    VARINT,
+    Field,
+    as_bytes,
+    as_int,
+    decode,
+    encode,
+    first_int,
+)
 from dagster_paimon.io.orc.tail import (
     FOOTER_ROWS,
     FOOTER_STATISTICS,
@@ -63,7 +72,7 @@ def spliced(data: memoryview, tail: Tail, swaps: Mapping[int, Swap]) -> bytes:
         swaps[c].statistics if c in swaps else s
         for c, s in enumerate(tail.repeated(FOOTER_STATISTICS))
     ]
-    rows = int(first(tail.footer, FOOTER_ROWS) or 0)  # type: ignore[arg-type]
+    rows = first_int(tail.footer, FOOTER_ROWS)
     new_tail = Tail(tail.postscript, footer, [])
     return MAGIC + body + write_tail(new_tail, len(body), infos, rows, stripe_stats, statistics)
 
@@ -72,7 +81,7 @@ def _stripe(
     data: memoryview, info: list[Field], codec: Codec, swaps: Mapping[int, Swap]
 ) -> tuple[bytes, dict[int, int]]:
     """A stripe with the swapped columns' streams, and its new section lengths."""
-    fields = {n: int(v) for n, _, v in info if n <= NUMBER_OF_ROWS}  # type: ignore[arg-type]
+    fields = {n: as_int(v) for n, _, v in info if n <= NUMBER_OF_ROWS}
     start = fields[1]
     footer_at = start + fields[INDEX_LENGTH] + fields[DATA_LENGTH]
     footer = decode(codec.decompress(data[footer_at : footer_at + fields[FOOTER_LENGTH]]))
@@ -83,7 +92,7 @@ def _stripe(
     for n, _, value in footer:
         if n != FOOTER_STREAMS:
             continue
-        stream = {k: int(v) for k, _, v in decode(value)}  # type: ignore[arg-type]
+        stream = {k: as_int(v) for k, _, v in decode(as_bytes(value))}
         kind, column = stream.get(STREAM_KIND, 0), stream.get(STREAM_COLUMN, 0)
         length = stream.get(STREAM_LENGTH, 0)
         section = index if kind in INDEX_KINDS else body
@@ -106,7 +115,7 @@ def _stripe(
                 for kind, column, stored in index + body
             ),
             *(
-                (n, w, _encoding(c, v, swaps))
+                (n, w, _encoding(c, as_bytes(v), swaps))
                 for c, (n, w, v) in enumerate(f for f in footer if f[0] == FOOTER_ENCODINGS)
             ),
             *(f for f in footer if f[0] > FOOTER_ENCODINGS),
@@ -149,12 +158,13 @@ def _encoding(column: int, value: bytes, swaps: Mapping[int, Swap]) -> bytes:
 
 def _with(info: list[Field], lengths: dict[int, int]) -> list[Field]:
     """A StripeInformation with new section lengths."""
-    return [(n, w, lengths.get(n, v)) for n, w, v in info]  # type: ignore[misc]
+    return [(n, w, lengths.get(n, v)) for n, w, v in info]
 
 
 def _stripe_statistics(message: bytes, swaps: Mapping[int, Swap]) -> bytes:
     """StripeStatistics whose swapped columns have their encoded statistics."""
-    return encode(
-        (n, w, swaps[c].column.statistics if c in swaps and swaps[c].column else v)  # type: ignore[union-attr]
-        for c, (n, w, v) in enumerate(decode(message))
-    )
+    fields: list[Field] = []
+    for c, (n, w, v) in enumerate(decode(message)):
+        column = swaps[c].column if c in swaps else None
+        fields.append((n, w, column.statistics if column else v))
+    return encode(fields)

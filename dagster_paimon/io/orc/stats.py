@@ -17,7 +17,9 @@ from dagster_paimon.io.orc.proto import (
     FIXED64,
     VARINT,
     Field,
+    as_bytes,
     as_double,
+    as_int,
     decode,
     double,
     encode,
@@ -126,7 +128,7 @@ class _Length:
         if self.bounds is not None:
             self.bounds.add(f.get(1), f.get(2))
         length = f.get(self.length_field)
-        self.sum.add(unzigzag(length) if length is not None else None)  # type: ignore[arg-type]
+        self.sum.add(unzigzag(as_int(length)) if length is not None else None)
 
     def fields(self) -> list[Field]:
         """The merged sub-message\'s fields."""
@@ -151,7 +153,7 @@ class _Decimal:
         f = _fields(sub, {1, 2, 3}, "decimal")
         self.bounds.add(f.get(1), f.get(2))
         text = f.get(3)
-        self.sum.add(_unscaled(text.decode(), self.scale) if text is not None else None)  # type: ignore[union-attr]
+        self.sum.add(_unscaled(as_bytes(text).decode(), self.scale) if text is not None else None)
 
     def fields(self) -> list[Field]:
         """The merged sub-message\'s fields."""
@@ -175,8 +177,8 @@ class _Timestamp:
         f = _fields(sub, {3, 4, 5, 6}, "timestamp")
         if 3 not in f or 4 not in f:
             return
-        low = (unzigzag(f[3]), f[5] - 1 if 5 in f else MIN_NANOS)  # type: ignore[operator,arg-type]
-        high = (unzigzag(f[4]), f[6] - 1 if 6 in f else MAX_NANOS)  # type: ignore[operator,arg-type]
+        low = (unzigzag(as_int(f[3])), as_int(f[5]) - 1 if 5 in f else MIN_NANOS)
+        high = (unzigzag(as_int(f[4])), as_int(f[6]) - 1 if 6 in f else MAX_NANOS)
         if self.low is None or self.high is None:
             self.low, self.high = low, high
             return
@@ -213,7 +215,7 @@ class _Boolean:
             c
             for number, wire, value in decode(sub)
             if number == 1
-            for c in (packed(value) if wire == BYTES else [value])  # type: ignore[arg-type]
+            for c in (packed(as_bytes(value)) if wire == BYTES else [as_int(value)])
         ]
         self.sum.add(counts[0] if counts else None)
 
@@ -236,7 +238,8 @@ class _Collection:
         """Fold in one part\'s statistics sub-message."""
         f = _fields(sub, {1, 2, 3}, "collection")
         self.bounds.add(f.get(1), f.get(2))
-        self.sum.add(f.get(3))  # type: ignore[arg-type]
+        total = f.get(3)
+        self.sum.add(as_int(total) if total is not None else None)
 
     def fields(self) -> list[Field]:
         """The merged sub-message\'s fields."""
@@ -311,10 +314,10 @@ class _Column:
                 f"ORC column statistics carry fields {sorted(unknown)} we cannot merge"
             )
         by_number = {n: v for n, _, v in fields}
-        self.values += int(by_number.get(NUMBER_OF_VALUES, 0))  # type: ignore[arg-type]
+        self.values += as_int(by_number.get(NUMBER_OF_VALUES, 0))
         self.has_null = self.has_null or bool(by_number.get(HAS_NULL, 0))
         if self.typed is not None:
-            self.typed.add(by_number.get(self.typed.number, b""))  # type: ignore[arg-type]
+            self.typed.add(as_bytes(by_number.get(self.typed.number, b"")))
 
     def encoded(self) -> bytes:
         """The merged ColumnStatistics, fields in number order as protobuf writes them."""

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 
 from dagster_paimon.errors import InternalError
 from dagster_paimon.io.orc.codecs import NONE, Codec
-from dagster_paimon.io.orc.proto import BYTES, VARINT, Field, decode, encode, first
+from dagster_paimon.io.orc.proto import (
+    BYTES,
+    VARINT,
+    Field,
+    as_bytes,
+    as_int,
+    decode,
+    encode,
+    first_int,
+)
 
 MAGIC = b"ORC"
 # PostScript
@@ -35,7 +44,7 @@ class Tail:
     @property
     def stripes_length(self) -> int:
         """Bytes of the stripes, which follow the header (ORC C++'s content_length)."""
-        return int(first(self.footer, FOOTER_CONTENT_LENGTH) or 0)  # type: ignore[arg-type]
+        return first_int(self.footer, FOOTER_CONTENT_LENGTH)
 
     @property
     def codec(self) -> Codec:
@@ -44,13 +53,13 @@ class Tail:
 
     def repeated(self, number: int) -> list[bytes]:
         """Every value of a repeated message field of the footer."""
-        return [v for n, _, v in self.footer if n == number]  # type: ignore[misc]
+        return [as_bytes(v) for n, _, v in self.footer if n == number]
 
 
 def codec_of(postscript: list[Field]) -> Codec:
     """The compression a postscript names."""
-    kind = int(first(postscript, PS_COMPRESSION) or NONE)  # type: ignore[arg-type]
-    return Codec(kind, int(first(postscript, PS_BLOCK_SIZE) or 0))  # type: ignore[arg-type]
+    kind = first_int(postscript, PS_COMPRESSION, NONE)
+    return Codec(kind, first_int(postscript, PS_BLOCK_SIZE))
 
 
 def read_tail(data: memoryview) -> Tail:
@@ -60,19 +69,18 @@ def read_tail(data: memoryview) -> Tail:
     postscript = decode(data[ps_end - ps_length : ps_end])
     codec = codec_of(postscript)
     footer_end = ps_end - ps_length
-    footer_start = footer_end - int(first(postscript, PS_FOOTER_LENGTH) or 0)  # type: ignore[arg-type]
-    meta_start = footer_start - int(first(postscript, PS_METADATA_LENGTH) or 0)  # type: ignore[arg-type]
+    footer_start = footer_end - first_int(postscript, PS_FOOTER_LENGTH)
+    meta_start = footer_start - first_int(postscript, PS_METADATA_LENGTH)
     footer = decode(codec.decompress(data[footer_start:footer_end]))
     metadata = decode(codec.decompress(data[meta_start:footer_start]))
-    stripe_stats = [v for n, _, v in metadata if n == STRIPE_STATISTICS]
-    return Tail(postscript, footer, stripe_stats)  # type: ignore[arg-type]
+    stripe_stats = [as_bytes(v) for n, _, v in metadata if n == STRIPE_STATISTICS]
+    return Tail(postscript, footer, stripe_stats)
 
 
 def moved_stripe(info: bytes, shift: int) -> bytes:
     """A StripeInformation whose stripe now starts `shift` bytes later in the file."""
     return encode(
-        (n, w, int(v) + shift if n == STRIPE_OFFSET else v)  # type: ignore[arg-type]
-        for n, w, v in decode(info)
+        (n, w, as_int(v) + shift if n == STRIPE_OFFSET else v) for n, w, v in decode(info)
     )
 
 

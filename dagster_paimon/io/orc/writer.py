@@ -34,7 +34,7 @@ from dagster_paimon.io.orc.decimals import (
     decimal_type,
     encoded_decimal,
 )
-from dagster_paimon.io.orc.proto import decode, first, packed
+from dagster_paimon.io.orc.proto import decode, first_bytes, first_int, packed
 from dagster_paimon.io.orc.splice import Swap, spliced
 from dagster_paimon.io.orc.stats import FileStatistics
 from dagster_paimon.io.orc.tail import (
@@ -117,8 +117,8 @@ class _Stripe:
             return encoded
         view = memoryview(encoded).cast("B")
         tail = read_tail(view)
-        fields = packed(first(decode(tail.repeated(FOOTER_TYPES)[0]), TYPE_SUBTYPES))  # type: ignore[arg-type]
-        stride = int(first(tail.footer, FOOTER_ROW_INDEX_STRIDE) or 0)  # type: ignore[arg-type]
+        fields = packed(first_bytes(decode(tail.repeated(FOOTER_TYPES)[0]), TYPE_SUBTYPES))
+        stride = first_int(tail.footer, FOOTER_ROW_INDEX_STRIDE)
         swaps = {}
         for d in self.decimals:
             column = None
@@ -277,7 +277,7 @@ class StripedOrcWriter:
         self._stripes += [moved_stripe(s, shift) for s in tail.repeated(FOOTER_STRIPES)]
         self._stripe_stats += tail.stripe_statistics
         self._stats.add(tail.repeated(FOOTER_STATISTICS))
-        self._rows += int(first(tail.footer, FOOTER_ROWS) or 0)  # type: ignore[arg-type]
+        self._rows += first_int(tail.footer, FOOTER_ROWS)
 
 
 def _unsliced_structs(batch: pa.RecordBatch) -> pa.RecordBatch:

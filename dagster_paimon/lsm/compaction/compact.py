@@ -352,6 +352,7 @@ def execute_compaction(
     with transient_errors(table_unchanged=True):  # the tasks only write new files
         placed = executor.run(table, ref, plan.moves, PLACEMENT)
         try:
+            # plan_moved (Optional) is set whenever there are moves to plan after
             moved = tuple(
                 t
                 for move, writes in zip(plan.moves, placed, strict=True)

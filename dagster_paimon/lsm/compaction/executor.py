@@ -67,6 +67,8 @@ class LocalExecutor:
         table: FileStoreTable,
         ref: TableRef,
         tasks: Sequence[T],
+        # mypy cannot check a default against a generic parameter (T, R are TaskPlan and
+        # CompactResult exactly when the default is used)
         work: Work[T, R] = COMPACTION,  # type: ignore[assignment]
     ) -> list[R]:
         """Run tasks on the pool, logging progress as they finish."""

@@ -264,7 +264,7 @@ def plan_task(
         )
         planner.do_compact(list(files))
         rewrites, upgrades = tuple(planner.rewrites), tuple(planner.upgrades)
-    above = ()
+    above: tuple[tuple[int, tuple[DataFileMeta, ...]], ...] = ()
     if levels is not None and rewriter.kind == LOOKUP:
         above = tuple(
             (level, tuple(levels.levels[level - 1].files))

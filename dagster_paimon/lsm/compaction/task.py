@@ -264,7 +264,13 @@ class _TaskRun:
 
 def _sink(writer: RollingWriter) -> ChangelogSink:
     """A changelog sink writing into a rolling writer."""
-    return lambda table: [writer.write(b) for b in table.to_batches() if b.num_rows]
+
+    def sink(table: pa.Table) -> None:
+        for batch in table.to_batches():
+            if batch.num_rows:
+                writer.write(batch)
+
+    return sink
 
 
 def run_task(table: FileStoreTable, plan: TaskPlan) -> CompactResult:
@@ -280,9 +286,9 @@ def run_task(table: FileStoreTable, plan: TaskPlan) -> CompactResult:
         for group in plan.rewrites:
             new_files.extend(run.rewrite(group))
         for upgrade in plan.upgrades:
-            group = run.rewrite_instead(upgrade)
-            if group is not None:
-                new_files.extend(run.rewrite(group))
+            instead = run.rewrite_instead(upgrade)
+            if instead is not None:
+                new_files.extend(run.rewrite(instead))
                 rewritten.append(upgrade.file)
                 continue
             if upgrade.scan:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Generic, TypeAlias, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +17,8 @@ import pyarrow.compute as pc
 
 from dagster_paimon.io.kv import INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, VALUE_KIND
 
-Column = pa.Array | np.ndarray
+Column: TypeAlias = pa.Array | np.ndarray
+K = TypeVar("K", bound=Hashable)
 
 
 def is_add(kinds: np.ndarray) -> np.ndarray:
@@ -38,6 +40,13 @@ def concat(columns: list[Column]) -> Column:
     return pa.concat_arrays(columns)
 
 
+def arrow_column(column: Column) -> pa.Array:
+    """A column that is Arrow by construction (a value, never a numpy flag)."""
+    if isinstance(column, np.ndarray):
+        raise TypeError("expected an Arrow column, got a numpy array")
+    return column
+
+
 def scatter(base: Column, mask: np.ndarray, values: Column) -> Column:
     """`base` with the positions under `mask` replaced, in order, by `values` (any Arrow type)."""
     if isinstance(base, np.ndarray):
@@ -47,6 +56,7 @@ def scatter(base: Column, mask: np.ndarray, values: Column) -> Column:
     count = int(np.count_nonzero(mask))
     if count == 0:
         return base
+    values = arrow_column(values)
     if count == len(base):
         return values.cast(base.type)
     indices = np.arange(len(base), dtype=np.int64)
@@ -138,7 +148,7 @@ class KeyGroups:
         return pa.Table.from_arrays(columns, schema=self.source.schema)
 
 
-class GroupWalk:
+class GroupWalk(Generic[K]):
     """Visits the i-th record of every key at once, i = 0, 1, ...; keys leave as they run out.
 
     `state` holds one entry per key still walking (Arrow or numpy); a merge function replaces its
@@ -147,12 +157,12 @@ class GroupWalk:
     O(longest key) vectorized steps.
     """
 
-    def __init__(self, groups: KeyGroups, state: Mapping[Hashable, Column]) -> None:
+    def __init__(self, groups: KeyGroups, state: Mapping[K, Column]) -> None:
         self._order = np.argsort(-groups.sizes, kind="stable")
         self._descending_sizes = groups.sizes[self._order]
         self._starts = groups.starts[self._order]
-        self.state: dict[Hashable, Column] = {k: take(v, self._order) for k, v in state.items()}
-        self._finished: list[dict[Hashable, Column]] = []
+        self.state: dict[K, Column] = {k: take(v, self._order) for k, v in state.items()}
+        self._finished: list[dict[K, Column]] = []
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Yield, per step, the positions of the current record of every key still walking."""
@@ -170,7 +180,7 @@ class GroupWalk:
             self._finished.append({k: v[walking:] for k, v in self.state.items()})
             self.state = {k: v[:walking] for k, v in self.state.items()}
 
-    def result(self) -> dict[Hashable, Column]:
+    def result(self) -> dict[K, Column]:
         """Final state of every key, in the original key order."""
         pieces = [self.state, *reversed(self._finished)]
         inverse = np.empty_like(self._order)

@@ -117,8 +117,9 @@ class _Codec:
         """A codec for a file's keys, or None when they are not integers or need > 62 bits."""
         if rows.num_rows == 0:
             return None
-        columns = [_int64(rows.column(n)) for n in names]
-        if any(c is None for c in columns):
+        converted = [_int64(rows.column(n)) for n in names]
+        columns = [c for c in converted if c is not None]
+        if len(columns) != len(converted):
             return None
         lows = tuple(int(c.min()) - 1 for c in columns)
         highs = tuple(int(c.max()) + 1 for c in columns)
@@ -236,7 +237,7 @@ class LevelLookup:
             return None
         return pa.concat_tables(found, promote_options="default")
 
-    def _located(self, hits: pa.Table, opened: LookupFile, level: int, file_name: str) -> pa.Table:
+    def _located(self, hits: pa.Table, opened: _Opened, level: int, file_name: str) -> pa.Table:
         """Hits of one file with their level and file, and their records if values are wanted."""
         hits = hits.sort_by([(POSITION, "ascending")])
         if self.with_values:

@@ -27,6 +27,7 @@ from dagster_paimon.lsm.merge.functions import (
 from dagster_paimon.lsm.merge.key_groups import (
     GroupWalk,
     KeyGroups,
+    arrow_column,
     nulls_like,
     replace_where,
     scatter,
@@ -265,7 +266,8 @@ class PartialUpdateMergeFunction(MergeFunction):
                         state[name],
                         retracted,
                         aggregator.retract(
-                            state[name].filter(selected), inputs[name].filter(selected)
+                            arrow_column(state[name]).filter(selected),
+                            inputs[name].filter(selected),
                         ),
                     )
         self._init_row(state, inputs, reset)

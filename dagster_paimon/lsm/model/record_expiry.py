@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,8 +47,9 @@ def _kind(type_name: str) -> str | None:
     return None
 
 
-def _stat_seconds(value: object, kind: str) -> int | None:
-    """A statistics value of the time field in epoch seconds."""
+def _stat_seconds(value: Any, kind: str) -> int | None:
+    """A statistics value of the time field in epoch seconds: an int, a datetime or a pypaimon
+    Timestamp as pypaimon's stats row holds it."""
     if value is None:
         return None
     if kind == TIMESTAMP:

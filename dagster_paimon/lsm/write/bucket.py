@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 from pypaimon.schema.table_schema import TableSchema
@@ -55,7 +56,7 @@ def _mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
     return h * _M5 + _N1
 
 
-def _finish(h: np.ndarray, length: np.ndarray) -> np.ndarray:
+def _finish(h: npt.NDArray[np.uint32], length: np.ndarray) -> npt.NDArray[np.uint32]:
     """Murmur3's final avalanche with the byte length folded in."""
     h = h ^ length.astype(np.uint32)
     h ^= h >> 16
