@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from dagster_paimon.errors import (
@@ -105,7 +106,7 @@ def cmd_health(args: argparse.Namespace) -> tuple[dict, str]:
 
 def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
     """Plan, and unless --dry-run run and commit, compaction of every bucket."""
-    from dagster_paimon.lsm.compaction import compact_table
+    from dagster_paimon.lsm.compaction import compact_open_table
     from dagster_paimon.table import TableRef
 
     options = catalog_options(args)
@@ -118,7 +119,7 @@ def cmd_compact(args: argparse.Namespace) -> tuple[dict, str]:
             from dagster_paimon.spark.executor import SparkExecutor
 
             executor = SparkExecutor(pending.session())
-        result = compact_table(
+        result = compact_open_table(
             table,
             TableRef.of(args.warehouse, args.table, options),
             full=args.full,
@@ -178,14 +179,14 @@ def _add_spark_commands(commands: argparse._SubParsersAction) -> None:
     ingest.set_defaults(handler=cmd_ingest)
 
 
-def _duration_ms(text: str | None) -> int | None:
-    """An --older-than DURATION in milliseconds; anything unparsable is a usage error."""
+def _duration(text: str | None) -> timedelta | None:
+    """An --older-than DURATION; anything unparsable is a usage error."""
     from dagster_paimon.options import duration_ms
 
     if text is None:
         return None
     try:
-        return duration_ms(text)
+        return timedelta(milliseconds=duration_ms(text))
     except ValueError as e:
         raise UsageError(f"--older-than must be a duration like 1h, 30min or 2d: {e}") from e
 
@@ -193,14 +194,17 @@ def _duration_ms(text: str | None) -> int | None:
 def cmd_expire(args: argparse.Namespace) -> tuple[dict, str]:
     """Expire snapshots or long-lived changelogs by retention options and flag overrides."""
     from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
-    from dagster_paimon.maintenance.options import RetentionOverrides
 
     table = table_of(args)
-    overrides = RetentionOverrides(
-        args.retain_min, args.retain_max, _duration_ms(args.older_than), args.max_deletes
-    )
     expire = expire_snapshots if args.command == "expire-snapshots" else expire_changelogs
-    result = expire(table, overrides=overrides, dry_run=args.dry_run)
+    result = expire(
+        table,
+        older_than=_duration(args.older_than),
+        retain_min=args.retain_min,
+        retain_max=args.retain_max,
+        max_deletes=args.max_deletes,
+        dry_run=args.dry_run,
+    )
     return result.to_dict(), result.summary()
 
 
@@ -215,14 +219,12 @@ def cmd_compact_manifests(args: argparse.Namespace) -> tuple[dict, str]:
 
 def cmd_remove_orphans(args: argparse.Namespace) -> tuple[dict, str]:
     """Delete files no snapshot, tag, changelog or branch references, older than a threshold."""
-    from dagster_paimon.maintenance.options import DAY_MS
     from dagster_paimon.maintenance.orphans import remove_orphans
 
     table = table_of(args)
-    older_than = _duration_ms(args.older_than)
-    result = remove_orphans(
-        table, older_than_ms=DAY_MS if older_than is None else older_than, dry_run=args.dry_run
-    )
+    older_than = _duration(args.older_than)
+    older_than = timedelta(days=1) if older_than is None else older_than
+    result = remove_orphans(table, older_than=older_than, dry_run=args.dry_run)
     return result.to_dict(), result.summary()
 
 

@@ -23,7 +23,7 @@ BUCKET_KEYS = {
     "levels",
     "size_amplification_percent",
 }
-SUMMARY_KEYS = {
+TOTALS_KEYS = {
     "buckets",
     "files",
     "total_bytes",
@@ -53,8 +53,8 @@ def test_health_json_has_the_contract_keys(capsys, warehouse, orders_table):
         assert all(isinstance(v, str) for v in bucket["partition"].values())
         assert bucket["levels"] == {"0": 4}
         assert bucket["sorted_runs"] == 4
-    assert set(payload["summary"]) >= SUMMARY_KEYS
-    assert payload["summary"]["files"] == 16
+    assert set(payload["totals"]) >= TOTALS_KEYS
+    assert payload["totals"]["files"] == 16
 
 
 def test_health_human_output_is_a_table_per_bucket(capsys, warehouse, orders_table):

@@ -6,6 +6,7 @@ What adapters (CLI, Dagster, Spark) use is exported here; the engine itself neve
 from dagster_paimon.lsm.compaction.compact import (
     CompactionPlan,
     CompactionResult,
+    compact_open_table,
     compact_table,
     execute_compaction,
     plan_compaction,
@@ -28,6 +29,7 @@ __all__ = [
     "TaskExecutor",
     "TaskPlan",
     "Work",
+    "compact_open_table",
     "compact_table",
     "execute_compaction",
     "plan_compaction",
