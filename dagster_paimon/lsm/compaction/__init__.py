@@ -1,6 +1,7 @@
 """Compaction: strategies, task plans, task execution, executors and the table-wide run.
 
-What adapters (CLI, Dagster, Spark) use is exported here; the engine itself never imports it.
+What adapters (CLI, Dagster, Spark) and PaimonTable use is exported here; the engine itself
+never imports it.
 """
 
 from dagster_paimon.lsm.compaction.compact import (
