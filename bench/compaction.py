@@ -214,11 +214,11 @@ def compact_in_child(warehouse: str, full: bool = True) -> dict:
     """Run our compaction (full by default) in a fresh process so its peak RSS is its own."""
     code = (
         "import json,sys,time;"
-        "from dagster_paimon.lsm.compaction.compact import compact_table;"
+        "from dagster_paimon.lsm.compaction.compact import compact_open_table;"
         "from dagster_paimon.table import TableRef;"
         "from dagster_paimon.table import open_table;"
         f"t=open_table({warehouse!r},{IDENT!r});t0=time.perf_counter();"
-        f"r=compact_table(t,TableRef({warehouse!r},{IDENT!r}),full={full!r});"
+        f"r=compact_open_table(t,TableRef({warehouse!r},{IDENT!r}),full={full!r});"
         "print(json.dumps({'seconds':time.perf_counter()-t0,'read':r.bytes_read,"
         "'written':r.bytes_written,'snapshot':r.snapshot_id,"
         "'rss_mb':int([l.split()[1] for l in open('/proc/self/status')"

@@ -45,7 +45,7 @@ def build(warehouse: str, data: pa.Table, upserts: pa.Table, options: dict[str, 
     create_table(warehouse, spec)
     t0 = time.perf_counter()
     ingest_arrow(open_table(warehouse, IDENT), data)
-    compact_table(open_table(warehouse, IDENT), TableRef(warehouse, IDENT), full=True)
+    compact_table(TableRef(warehouse, IDENT), full=True)
     third = upserts.num_rows // 3 + 1
     for start in range(0, upserts.num_rows, third):
         ingest_arrow(open_table(warehouse, IDENT), upserts.slice(start, third))

@@ -13,16 +13,16 @@ import shutil
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
-from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 
@@ -48,7 +48,7 @@ def build(warehouse: str, commits: int) -> None:
     start = time.perf_counter()
     for commit in range(commits):
         if commit % COMPACT_EVERY == COMPACT_EVERY - 1:
-            compact_table(table, TableRef(warehouse, "bench.maint"))
+            compact_open_table(table, TableRef(warehouse, "bench.maint"))
         row = {"p": [commit // COMMITS_PER_PARTITION], "id": [commit], "v": ["x"]}
         builder = table.new_batch_write_builder()
         writer, committer = builder.new_write(), builder.new_commit()
@@ -82,11 +82,10 @@ def bench_expire(source: str, expire: int) -> None:
     target, table = fresh_copy(source)
     try:
         latest = table.snapshot_manager().get_latest_snapshot().id
-        overrides = RetentionOverrides(
-            retain_min=latest - expire, time_retained_ms=0, max_deletes=expire
-        )
         start = time.perf_counter()
-        result = expire_snapshots(table, overrides=overrides)
+        result = expire_snapshots(
+            table, older_than=timedelta(0), retain_min=latest - expire, max_deletes=expire
+        )
         seconds = time.perf_counter() - start
         assert len(result.expired_ids) == expire, result.expired_ids[-1:]
         report(f"expire {expire} snapshots", seconds, result.deleted_files, "files deleted")

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compaction import IDENT, build_with_arrow, lineitem  # noqa: E402
 
-from dagster_paimon.lsm.compaction import compact_table  # noqa: E402
+from dagster_paimon.lsm.compaction import compact_open_table  # noqa: E402
 from dagster_paimon.table import TableRef, open_table  # noqa: E402
 from tests.s3server import S3Server, moto_server  # noqa: E402
 
@@ -112,7 +112,7 @@ def run(server: S3Server, template: str, rate: float, seed: int) -> dict:
         options = {**server.catalog_options(), "fs.s3.endpoint": endpoint}
         start = time.perf_counter()
         table = open_table(warehouse, IDENT, options)
-        result = compact_table(table, TableRef.of(warehouse, IDENT, options), full=True)
+        result = compact_open_table(table, TableRef.of(warehouse, IDENT, options), full=True)
         seconds = time.perf_counter() - start
     return {
         "seconds": seconds,

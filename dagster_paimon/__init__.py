@@ -6,12 +6,56 @@ until one of their adapters is used.
 
 from dagster_paimon.lazy import lazy_getattr
 
+_ERRORS = (
+    "DagsterPaimonError",
+    "InputError",
+    "InvalidArgumentError",
+    "InternalError",
+    "WarehouseUnreachableError",
+    "DatabaseNotFoundError",
+    "TableNotFoundError",
+    "InvalidTableSpecError",
+    "InvalidOptionError",
+    "SnapshotNotFoundError",
+    "CorruptFileError",
+    "CorruptMetadataError",
+    "SchemaMismatchError",
+    "MergeError",
+    "CommitConflictError",
+    "MaintenanceAbortedError",
+    "StaleMaintenancePlanError",
+    "MissingCredentialsError",
+    "InvalidCredentialsError",
+    "AccessDeniedError",
+    "BucketNotFoundError",
+    "EndpointUnreachableError",
+    "UnsupportedWarehouseError",
+    "RepairRefusedError",
+    "TableUnhealthyError",
+    "TransientStoreError",
+    "CommitOutcomeUnknownError",
+    "UnsupportedLayoutError",
+)
+
 _EXPORTS = {
+    "PaimonTable": "dagster_paimon.paimon_table",
     "TableSpec": "dagster_paimon.table",
+    "TableRef": "dagster_paimon.table",
     "create_table": "dagster_paimon.table",
     "open_table": "dagster_paimon.table",
-    "DagsterPaimonError": "dagster_paimon.errors",
-    "TableRef": "dagster_paimon.table",
+    # results: what each operation returns
+    "Reported": "dagster_paimon.results",
+    "IngestResult": "dagster_paimon.ingest.result",
+    "CompactionResult": "dagster_paimon.lsm.compaction",
+    "ExpiryResult": "dagster_paimon.maintenance.expire",
+    "ManifestCompactionResult": "dagster_paimon.maintenance.manifests",
+    "OrphanResult": "dagster_paimon.maintenance.orphans",
+    "DoctorResult": "dagster_paimon.maintenance.doctor",
+    "TableHealth": "dagster_paimon.lsm.model.health",
+    "HealthTotals": "dagster_paimon.lsm.model.health",
+    "BucketHealth": "dagster_paimon.lsm.model.health",
+    "TableLevels": "dagster_paimon.lsm.model.levels",
+    # the operations as functions
     "compact_table": "dagster_paimon.lsm.compaction",
     "read_levels": "dagster_paimon.lsm.model.levels",
     "ingest_arrow": "dagster_paimon.ingest.arrow",
@@ -19,6 +63,9 @@ _EXPORTS = {
     "expire_changelogs": "dagster_paimon.maintenance.expire",
     "compact_manifests": "dagster_paimon.maintenance.manifests",
     "remove_orphans": "dagster_paimon.maintenance.orphans",
+    "doctor": "dagster_paimon.maintenance.doctor",
+    "discover_tables": "dagster_paimon.discovery",
+    # the Dagster adapter
     "PaimonWarehouse": "dagster_paimon.dagster.resources",
     "PaimonTableSpec": "dagster_paimon.dagster.specs",
     "CompactionConfig": "dagster_paimon.dagster.compaction",
@@ -26,7 +73,7 @@ _EXPORTS = {
     "build_compaction_sensor": "dagster_paimon.dagster.sensors",
     "build_lsm_health_check": "dagster_paimon.dagster.checks",
     "PaimonWarehouseComponent": "dagster_paimon.dagster.component",
-    "discover_tables": "dagster_paimon.discovery",
+    **dict.fromkeys(_ERRORS, "dagster_paimon.errors"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -144,11 +144,6 @@ class Identifier(click.ParamType):
 COUNT = click.IntRange(min=1)
 
 
-def _ms(duration: timedelta) -> int:
-    """Milliseconds, as the engine's `*_ms` arguments take them."""
-    return round(duration / timedelta(milliseconds=1))
-
-
 # -- shared flags: on the group and on every command, merged ----------------------------------
 
 
@@ -414,7 +409,7 @@ def compact(
     """Plan Paimon's universal compaction (or a full one) of every bucket and, unless
     --dry-run, run it and commit one COMPACT snapshot."""
     _spark_where(spark_master, spark_remote)
-    from dagster_paimon.lsm.compaction import compact_table
+    from dagster_paimon.lsm.compaction import compact_open_table
     from dagster_paimon.table import TableRef
 
     assert shared.warehouse is not None and shared.table is not None
@@ -428,7 +423,7 @@ def compact(
             from dagster_paimon.spark.executor import SparkExecutor
 
             tasks = SparkExecutor(pending.session())
-        result = compact_table(
+        result = compact_open_table(
             table,
             TableRef.of(shared.warehouse, shared.table, options),
             full=full,
@@ -533,14 +528,16 @@ def _expire(
             f"{retain_max} is less than --retain-min {retain_min}", param_hint="'--retain-max'"
         )
     from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
-    from dagster_paimon.maintenance.options import RetentionOverrides
 
-    table = table_of(shared)
-    overrides = RetentionOverrides(
-        retain_min, retain_max, None if older_than is None else _ms(older_than), max_deletes
-    )
     expire = expire_snapshots if target == "snapshots" else expire_changelogs
-    result = expire(table, overrides=overrides, dry_run=dry_run)
+    result = expire(
+        table_of(shared),
+        older_than=older_than,
+        retain_min=retain_min,
+        retain_max=retain_max,
+        max_deletes=max_deletes,
+        dry_run=dry_run,
+    )
     return result.to_dict(), result.summary()
 
 
@@ -602,7 +599,7 @@ def remove_orphans(shared: Shared, older_than: timedelta, dry_run: bool) -> tupl
     than --older-than (younger ones may belong to a commit in progress)."""
     from dagster_paimon.maintenance.orphans import remove_orphans
 
-    result = remove_orphans(table_of(shared), older_than_ms=_ms(older_than), dry_run=dry_run)
+    result = remove_orphans(table_of(shared), older_than=older_than, dry_run=dry_run)
     return result.to_dict(), result.summary()
 
 
@@ -697,9 +694,9 @@ class TablesUnreadableError(DagsterPaimonError):
 def _table_row(
     shared: Shared, name: str, skipped: str | None, options: dict[str, str]
 ) -> tuple[dict[str, Any], Exception | None]:
-    """One table's health summary (health's JSON without the buckets), or why it is skipped,
+    """One table's health totals (health's JSON without the buckets), or why it is skipped,
     or the error reading it (a transient one fails the command: rerunning it is safe)."""
-    row: dict[str, Any] = {"table": name, "snapshot_id": None, "summary": None, "unsupported": []}
+    row: dict[str, Any] = {"table": name, "snapshot_id": None, "totals": None, "unsupported": []}
     row.update(skipped=skipped, error=None)
     if skipped is not None:
         return row, None
@@ -718,7 +715,7 @@ def _table_row(
         return row, e
     row.update(
         snapshot_id=report.snapshot_id,
-        summary=report.aggregate(),
+        totals=report.aggregate(),
         unsupported=[found for _, found in unsupported_modes(table.table_schema)],
     )
     return row, None
@@ -729,7 +726,7 @@ def _tables_text(rows: list[dict[str, Any]]) -> str:
     headers = ["table", "snapshot", "buckets", "files", "bytes", "L0", "max-runs", "max-amp %"]
     lines, notes = [], []
     for r in rows:
-        s = r["summary"]
+        s = r["totals"]
         if s is None:
             notes.append(f"{r['table']}: " + (f"skipped, {r['skipped']}" if r["skipped"] else
                                               f"error, {r['error']}"))  # fmt: skip

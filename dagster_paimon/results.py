@@ -5,18 +5,92 @@ Compaction, snapshot and changelog expiry, manifest compaction and orphan remova
 plan out, and `x(..., dry_run=)` joining the two through `run_planned`. Results are frozen,
 keyword-only dataclasses with `to_dict()` (the CLI's JSON), `summary()` (its human line) and
 `metrics()` (unprefixed names; the Dagster layer namespaces them).
+
+Every result (and health report) derives from `Reported`: its `FIELDS` map declares each key once,
+and `to_dict()` and `metrics()` both read it, so a key has one spelling in the JSON and the metrics.
 """
 
 from __future__ import annotations
 
+import inspect
 import time
-from collections.abc import Callable
-from dataclasses import Field, replace
-from typing import Any, ClassVar, Protocol, TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import Field, dataclass, replace
+from datetime import timedelta
+from typing import Any, ClassVar, Final, Literal, Protocol, TypeVar
 
-from dagster_paimon.errors import transient_errors
+from dagster_paimon.errors import InternalError, InvalidArgumentError, transient_errors
 
 Metrics = dict[str, int | float | None]
+
+# a key of a field map is a DETAIL (in to_dict only) or a METRIC (in to_dict and metrics)
+DETAIL: Final = "detail"
+METRIC: Final = "metric"
+Kind = Literal["detail", "metric"]
+# floats in the JSON and the metrics keep this many decimals (milliseconds for seconds)
+DECIMALS = 3
+
+
+def jsonable(value: Any) -> Any:
+    """A reported value as JSON: nested reports and records by their to_dict, tuples as lists."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return round(value, DECIMALS)
+    if hasattr(value, "to_dict"):
+        return jsonable(value.to_dict())
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    raise InternalError(f"cannot report a {type(value).__name__} as JSON: {value!r}")
+
+
+def metric(value: Any) -> int | float | None:
+    """A reported value as a number: a flag as 0/1, a collection as its size."""
+    if value is None or isinstance(value, int):
+        return int(value) if isinstance(value, bool) else value
+    if isinstance(value, float):
+        return round(value, DECIMALS)
+    if isinstance(value, list | tuple | set | frozenset | Mapping):
+        return len(value)
+    raise InternalError(f"cannot report a {type(value).__name__} as a metric: {value!r}")
+
+
+@dataclass(frozen=True)
+class Reported:
+    """Base of every result and report: `to_dict()` and `metrics()` from one field map.
+
+    `FIELDS` maps each key, in JSON order, to DETAIL (in `to_dict()` only) or METRIC (in both);
+    its value is the attribute of that name (a field, a property or a method taking no
+    arguments). In the metrics a collection counts its items and a flag is 0 or 1, so
+    `expired` is the list of ids in the JSON and their number in the metrics; a nested
+    `Reported` marked METRIC contributes its own metrics.
+    """
+
+    FIELDS: ClassVar[Mapping[str, Kind]] = {}
+
+    def reported(self, key: str) -> Any:
+        """The value of one key of the field map."""
+        value = getattr(self, key)
+        return value() if inspect.ismethod(value) else value
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every key of the field map, as JSON (the CLI's --json)."""
+        return {key: jsonable(self.reported(key)) for key in self.FIELDS}
+
+    def metrics(self) -> Metrics:
+        """The METRIC keys as numbers, under unprefixed names (Dagster adds `paimon/`)."""
+        found: Metrics = {}
+        for key, kind in self.FIELDS.items():
+            if kind != METRIC:
+                continue
+            value = self.reported(key)
+            if isinstance(value, Reported):
+                found.update(value.metrics())
+            else:
+                found[key] = metric(value)
+        return found
 
 
 class Result(Protocol):
@@ -60,6 +134,18 @@ class Plan(Protocol[R_co]):
 
 
 P = TypeVar("P", bound=Plan)
+
+
+def timedelta_ms(value: timedelta, name: str) -> int:
+    """A duration the public operations take as a timedelta, in the milliseconds Paimon counts.
+
+    Raises InvalidArgumentError for anything but a timedelta of zero or more.
+    """
+    if not isinstance(value, timedelta):
+        raise InvalidArgumentError(f"{name} must be a datetime.timedelta, got {value!r}")
+    if value < timedelta(0):
+        raise InvalidArgumentError(f"{name} cannot be negative, got {value}")
+    return value // timedelta(milliseconds=1)
 
 
 def run_planned(plan: Callable[[], P], execute: Callable[[P], R], *, dry_run: bool) -> R:

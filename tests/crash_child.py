@@ -171,10 +171,10 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
     identifier = args.get("identifier", IDENTIFIER)
     table = open_table(warehouse, identifier)
     if op == "compact":
-        from dagster_paimon.lsm.compaction.compact import compact_table
+        from dagster_paimon.lsm.compaction.compact import compact_open_table
 
         ref = TableRef.of(warehouse, identifier)
-        result = compact_table(table, ref, full=bool(args.get("full", False)))
+        result = compact_open_table(table, ref, full=bool(args.get("full", False)))
         return {"snapshot_id": result.snapshot_id}
     if op in ("ingest", "overwrite"):
         from dagster_paimon.ingest.arrow import ingest_arrow
@@ -187,19 +187,19 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
     if op == "ingests":
         return _ingests(table, args)
     if op == "expire":
-        from dagster_paimon.maintenance.expire import expire_snapshots
         from dagster_paimon.maintenance.options import RetentionOverrides
+        from tests.hooks import expire_snapshots
 
         overrides = RetentionOverrides(**args.get("retention", {}))
         result = expire_snapshots(table, overrides=overrides)
         return {"expired": list(result.expired_ids), "deleted_files": result.deleted_files}
     if op == "compact-manifests":
-        from dagster_paimon.maintenance.manifests import compact_manifests
+        from tests.hooks import compact_manifests
 
         result = compact_manifests(table, full=bool(args.get("full", True)))
         return {"snapshot_id": result.snapshot_id}
     if op == "remove-orphans":
-        from dagster_paimon.maintenance.orphans import remove_orphans
+        from tests.hooks import remove_orphans
 
         now_ms = int(time.time() * 1000) + HOUR_MS
         result = remove_orphans(table, older_than_ms=1, now_ms=now_ms)

@@ -31,7 +31,7 @@ BUCKET_KEYS = {
     "levels",
     "size_amplification_percent",
 }
-SUMMARY_KEYS = {
+TOTALS_KEYS = {
     "buckets",
     "files",
     "total_bytes",
@@ -61,8 +61,8 @@ def test_health_json_has_the_contract_keys(capsys, warehouse, orders_table):
         assert all(isinstance(v, str) for v in bucket["partition"].values())
         assert bucket["levels"] == {"0": 4}
         assert bucket["sorted_runs"] == 4
-    assert set(payload["summary"]) >= SUMMARY_KEYS
-    assert payload["summary"]["files"] == 16
+    assert set(payload["totals"]) >= TOTALS_KEYS
+    assert payload["totals"]["files"] == 16
 
 
 def test_health_human_output_is_a_table_per_bucket(capsys, warehouse, orders_table):
@@ -446,12 +446,12 @@ def test_tables_lists_primary_key_tables_with_their_health(capsys, three_tables)
         ("db.orders", None),
     ]
     log_row, users, orders = rows
-    assert log_row["summary"] is None and log_row["snapshot_id"] is None
+    assert log_row["totals"] is None and log_row["snapshot_id"] is None
     assert (orders["snapshot_id"], orders["error"], orders["unsupported"]) == (4, None, [])
-    assert set(orders["summary"]) >= SUMMARY_KEYS
-    assert (orders["summary"]["files"], orders["summary"]["max_sorted_runs"]) == (16, 4)
-    assert orders["summary"]["buckets"] == 4
-    assert (users["snapshot_id"], users["summary"]["rows"]) == (1, 3)
+    assert set(orders["totals"]) >= TOTALS_KEYS
+    assert (orders["totals"]["files"], orders["totals"]["max_sorted_runs"]) == (16, 4)
+    assert orders["totals"]["buckets"] == 4
+    assert (users["snapshot_id"], users["totals"]["rows"]) == (1, 3)
     assert sorted(p.name for p in Path(three_tables).rglob("*")) == before
 
     code, out, err = run_cli(capsys, "--warehouse", three_tables, "tables")

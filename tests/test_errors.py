@@ -4,6 +4,7 @@ from our own bugs; each entry point refuses bad input with an InputError, the ta
 from __future__ import annotations
 
 import inspect
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,7 +24,6 @@ from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import ORDERS_SCHEMA
@@ -113,7 +113,7 @@ def test_compaction_and_health_refuse_a_partition_key_the_table_lacks(warehouse,
     ref = TableRef.of(warehouse, "db.orders")
     refuse(
         orders_table,
-        lambda: compact_table(orders_table, ref, full=True, partition={"day": "x"}),
+        lambda: compact_table(ref, full=True, partition={"day": "x"}),
         InvalidArgumentError,
         "not partition keys",
     )
@@ -128,13 +128,13 @@ def test_compaction_and_health_refuse_a_partition_key_the_table_lacks(warehouse,
 def test_maintenance_refuses_bad_retention_and_thresholds(orders_table):
     refuse(
         orders_table,
-        lambda: expire_snapshots(orders_table, overrides=RetentionOverrides(retain_min=0)),
+        lambda: expire_snapshots(orders_table, retain_min=0),
         InvalidArgumentError,
         "retain-min",
     )
     refuse(
         orders_table,
-        lambda: remove_orphans(orders_table, older_than_ms=0),
+        lambda: remove_orphans(orders_table, older_than=timedelta(0)),
         InvalidArgumentError,
         "positive",
     )

@@ -26,7 +26,7 @@ import pytest
 
 from dagster_paimon import failpoints as fp
 from dagster_paimon.io.index import deletion_indexes
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction.compact import compact_open_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, create_table, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
@@ -170,7 +170,7 @@ def template(tmp_path_factory, zygote) -> Template:
 
     for commit in range(4):
         append(commit)
-    result = compact_table(table, TableRef.of(str(warehouse), IDENTIFIER), full=True)
+    result = compact_open_table(table, TableRef.of(str(warehouse), IDENTIFIER), full=True)
     assert result.snapshot_id == 5
     built.expected[5] = dict(model)
     for commit in (4, 5):
@@ -318,7 +318,7 @@ def dv_template(tmp_path_factory) -> DvTemplate:
     base = orders_batch(0, rows=2000)
     write_with_pypaimon(table, base)
     _apply(model, base.to_pylist())
-    compact_table(table, TableRef.of(str(warehouse), IDENTIFIER), full=True)
+    compact_open_table(table, TableRef.of(str(warehouse), IDENTIFIER), full=True)
     visible = dict(model)
     for commit in (4, 5):
         write_with_pypaimon(table, orders_batch(commit))

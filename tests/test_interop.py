@@ -41,15 +41,12 @@ from pypaimon_rust.datafusion import PaimonCatalog, SQLContext
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_table
-from dagster_paimon.lsm.compaction.compact import CHANGELOG_FILES, SNAPSHOT_ID, VECTOR_INDEXES
-from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.manifests import compact_manifests
+from dagster_paimon.lsm.compaction import compact_open_table, compact_table
 from dagster_paimon.maintenance.options import RetentionOverrides
-from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.results import Metrics
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table
 from tests.conftest import committed_files, data_files_on_disk, write_with_pypaimon
+from tests.hooks import compact_manifests, expire_snapshots, remove_orphans
 from tests.lsm.kvmodel import read_rows
 
 IDENTIFIER = "db.t"
@@ -300,7 +297,7 @@ def rust_changelog(warehouse: str, snapshot_id: int) -> dict[tuple, list[str]]:
 def compact(warehouse: str, model: Model, *, full: bool) -> Metrics:
     """Our compaction, as the CLI runs it; its metrics."""
     table = open_table(warehouse, IDENTIFIER)
-    result = compact_table(table, TableRef(warehouse, IDENTIFIER), full=full)
+    result = compact_open_table(table, TableRef(warehouse, IDENTIFIER), full=full)
     model.compaction(full=full)
     return result.metrics()
 
@@ -341,7 +338,7 @@ def test_foreign_tables_survive_our_maintenance(warehouse: str, writer: Writer, 
         model.evolve()
     write(f"{writer.name}2", pad=PAD)
     if layout.hides_level0:  # so that the reads after our ingest see rows
-        assert compact(warehouse, model, full=True)[SNAPSHOT_ID] is not None
+        assert compact(warehouse, model, full=True)["snapshot_id"] is not None
     check(warehouse, model, "the foreign commits")
 
     # b. our ingest, overlapping keys, with deletes
@@ -363,13 +360,13 @@ def test_foreign_tables_survive_our_maintenance(warehouse: str, writer: Writer, 
     # d. our compaction: Paimon's pick, then full
     minor = compact(warehouse, model, full=False)
     if layout.hides_level0 or layout.name == "lookup":  # level 0 always goes up (or moves)
-        assert minor[SNAPSHOT_ID] is not None
+        assert minor["snapshot_id"] is not None
     if layout.name == "dv":  # level 0 went up to level 4, marking replaced rows of level 5
-        assert minor[VECTOR_INDEXES] > 0
+        assert minor["deletion_vector_indexes_written"] > 0
     if layout.name == "lookup":
         # nothing was compacted before: lookups find no older version, every live key is new
-        assert minor[CHANGELOG_FILES] > 0
-        changelog = rust_changelog(warehouse, minor[SNAPSHOT_ID])
+        assert minor["changelog_files_written"] > 0
+        changelog = rust_changelog(warehouse, minor["snapshot_id"])
         assert changelog == {k: ["+I"] for k in model.expected()}
     if not layout.expires:  # which expired rows a minor compaction drops depends on its pick
         check(warehouse, model, "minor compaction")
@@ -413,9 +410,7 @@ def test_full_compaction_drops_pypaimon_deletes_alone_in_a_bucket(
     spec = TableSpec("db", "t", schema, ("id",), 1, (), {"rowkind.field": "op", **options})
     rows = [{"id": 1, "v": "absent", "op": "-D"}, {"id": 2, "v": "kept", "op": "+I"}]
     write_with_pypaimon(create_table(warehouse, spec), pa.Table.from_pylist(rows, schema))
-    result = compact_table(
-        open_table(warehouse, IDENTIFIER), TableRef(warehouse, IDENTIFIER), full=True
-    )
+    result = compact_table(TableRef(warehouse, IDENTIFIER), full=True)
     assert result.snapshot_id is not None
     unit = result.to_dict()["units"][0]
     assert (unit["rewritten_files"], unit["upgraded_files"]) == (1, 0), "reports what ran"

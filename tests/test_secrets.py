@@ -297,7 +297,7 @@ def test_sensor_results_show_no_secret(exposed):
 
 def test_cli_output_shows_no_secret(exposed):
     outputs = exposed.of("cli ")
-    assert '"summary"' in outputs["cli health --json (exit 0) stdout"]
+    assert '"totals"' in outputs["cli health --json (exit 0) stdout"]
     assert "planned" in outputs["cli compact -v (exit 0) stderr"]
     assert (
         "rejected the S3 credentials" in outputs["cli health -v with a wrong key (exit 2) stderr"]

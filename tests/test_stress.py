@@ -22,9 +22,9 @@ from collections import Counter
 import pytest
 
 from dagster_paimon import failpoints as fp
-from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.table import open_table
 from tests.crash_child import CONFLICT_EXIT, ROOT, Zygote, child_env
+from tests.hooks import remove_orphans
 from tests.lsm.kvmodel import apply_dedup
 from tests.lsm.tables import KEY, cdc_table
 from tests.tablefiles import (

@@ -20,11 +20,8 @@ from dagster_paimon.errors import (
     UnsupportedLayoutError,
 )
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_table
-from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
-from dagster_paimon.maintenance.manifests import compact_manifests
+from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.maintenance.options import RetentionOverrides
-from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.table import TableRef, create_table, open_table
 from dagster_paimon.unsupported import (
     COMPACTION,
@@ -37,6 +34,7 @@ from dagster_paimon.unsupported import (
     check_supported_layout,
 )
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
+from tests.hooks import compact_manifests, expire_changelogs, expire_snapshots, remove_orphans
 from tests.tablefiles import files_on_disk, snapshot_ids, table_root
 
 IDENTIFIER = "db.orders"
@@ -47,7 +45,7 @@ def _run(operation: str, warehouse: str) -> object:
     """Run one operation on the table as it would change it, were it not refused."""
     table = open_table(warehouse, IDENTIFIER)
     if operation == COMPACTION:
-        return compact_table(table, TableRef(warehouse, IDENTIFIER), full=True)
+        return compact_open_table(table, TableRef(warehouse, IDENTIFIER), full=True)
     if operation == INGEST:
         return ingest_arrow(table, orders_batch(9))
     if operation == EXPIRY:

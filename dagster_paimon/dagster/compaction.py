@@ -8,7 +8,7 @@ from pydantic import Field
 from dagster_paimon.dagster.metadata import health_metadata, metric_metadata
 from dagster_paimon.dagster.retries import retried_when_transient
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.lsm.model.levels import read_levels
 
 
@@ -52,7 +52,7 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
             executor = SparkExecutor(getattr(context.resources, spec.spark_key).spark_session)
         with retried_when_transient(context.op_execution_context):
             table = warehouse.open_table(spec.identifier)
-            report = compact_table(
+            report = compact_open_table(
                 table,
                 warehouse.table_ref(spec.identifier),
                 full=config.full,
@@ -62,7 +62,8 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
             health = read_levels(table, partition=partition).health()
         context.log.info(report.summary())
         return MaterializeResult(
-            metadata={**metric_metadata(report.metrics()), **health_metadata(health)}
+            # the compaction's snapshot id wins over the health's (None when nothing was done)
+            metadata={**health_metadata(health), **metric_metadata(report.metrics())}
         )
 
     return compaction

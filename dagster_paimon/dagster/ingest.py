@@ -96,8 +96,9 @@ def build_ingest_asset(
             metadata={
                 "dagster/row_count": report.rows,
                 "dagster/column_schema": column_schema(spec.schema, spec.primary_keys),
-                **metric_metadata({**report.metrics(), "commit_kind": report.commit_kind}),
                 **health_metadata(health),
+                # the ingest's snapshot id wins over the health's
+                **metric_metadata({**report.metrics(), "commit_kind": report.commit_kind}),
             }
         )
 

@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from dagster import (
@@ -21,12 +22,16 @@ from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.retries import retried_when_transient
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.errors import InvalidArgumentError
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
-from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.options import duration_ms
+
+
+def duration(text: str) -> timedelta:
+    """A Paimon duration ('1 h', '30min', '2d') from run config, as the library takes it."""
+    return timedelta(milliseconds=duration_ms(text))
 
 
 class FullCompactionConfig(Config):
@@ -46,14 +51,15 @@ class ExpiryConfig(Config):
     max_deletes: int | None = None
     dry_run: bool = False
 
-    def overrides(self) -> RetentionOverrides:
-        """The library's overrides."""
-        return RetentionOverrides(
-            retain_min=self.retain_min,
-            retain_max=self.retain_max,
-            time_retained_ms=duration_ms(self.older_than) if self.older_than else None,
-            max_deletes=self.max_deletes,
-        )
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments of expire_snapshots and expire_changelogs."""
+        return {
+            "older_than": duration(self.older_than) if self.older_than else None,
+            "retain_min": self.retain_min,
+            "retain_max": self.retain_max,
+            "max_deletes": self.max_deletes,
+            "dry_run": self.dry_run,
+        }
 
 
 class ManifestCompactionConfig(Config):
@@ -139,23 +145,21 @@ def build_maintenance_definitions(
         statuses = dict.fromkeys(MaintenanceCrons.__dataclass_fields__, default_status)
 
     def full_compaction(warehouse: PaimonWarehouse, table, config: FullCompactionConfig):
-        return compact_table(
+        return compact_open_table(
             table, warehouse.table_ref(spec.identifier), full=True, partition=config.partition
         )
 
     def snapshots(_warehouse: PaimonWarehouse, table, config: ExpiryConfig):
-        return expire_snapshots(table, overrides=config.overrides(), dry_run=config.dry_run)
+        return expire_snapshots(table, **config.arguments())
 
     def changelogs(_warehouse: PaimonWarehouse, table, config: ExpiryConfig):
-        return expire_changelogs(table, overrides=config.overrides(), dry_run=config.dry_run)
+        return expire_changelogs(table, **config.arguments())
 
     def manifests(_warehouse: PaimonWarehouse, table, config: ManifestCompactionConfig):
         return compact_manifests(table, full=config.full, dry_run=config.dry_run)
 
     def orphans(_warehouse: PaimonWarehouse, table, config: OrphanConfig):
-        return remove_orphans(
-            table, older_than_ms=duration_ms(config.older_than), dry_run=config.dry_run
-        )
+        return remove_orphans(table, older_than=duration(config.older_than), dry_run=config.dry_run)
 
     jobs = {
         "full_compaction": _maintenance_job(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.snapshot.snapshot import Snapshot
@@ -11,15 +10,11 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
-from dagster_paimon.results import Metrics
-
-SNAPSHOT_ID = "ingest_snapshot_id"
-FILES_WRITTEN = "files_written"
-ROWS = "rows"
+from dagster_paimon.results import DETAIL, METRIC, Reported
 
 
 @dataclass(frozen=True, kw_only=True)
-class IngestResult:
+class IngestResult(Reported):
     """The snapshot an ingest committed (None if nothing was written) and what it added.
 
     `rows` counts the records the snapshot added: input rows with duplicate keys folded.
@@ -29,10 +24,21 @@ class IngestResult:
     snapshot_id: int | None
     commit_kind: str | None
     rows: int
-    files: int
+    files_written: int
     buckets: int
     seconds: float = 0.0
     dry_run: bool = False
+
+    FIELDS = {
+        "table": DETAIL,
+        "snapshot_id": METRIC,
+        "commit_kind": DETAIL,
+        "rows": METRIC,
+        "files_written": METRIC,
+        "buckets": DETAIL,
+        "dry_run": DETAIL,
+        "seconds": METRIC,
+    }
 
     @classmethod
     def of(cls, table: FileStoreTable, snapshot: Snapshot | None, seconds: float) -> IngestResult:
@@ -44,7 +50,7 @@ class IngestResult:
                 snapshot_id=None,
                 commit_kind=None,
                 rows=0,
-                files=0,
+                files_written=0,
                 buckets=0,
                 seconds=seconds,
             )
@@ -56,26 +62,10 @@ class IngestResult:
             snapshot_id=snapshot.id,
             commit_kind=snapshot.commit_kind,
             rows=sum(e.file.row_count for e in added),
-            files=len(added),
+            files_written=len(added),
             buckets=len({(tuple(e.partition.values), e.bucket) for e in added}),
             seconds=seconds,
         )
-
-    def metrics(self) -> Metrics:
-        """The snapshot, rows and files written."""
-        return {SNAPSHOT_ID: self.snapshot_id, ROWS: self.rows, FILES_WRITTEN: self.files}
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ingest JSON of the CLI contract."""
-        return {
-            "table": self.table,
-            "snapshot_id": self.snapshot_id,
-            "commit_kind": self.commit_kind,
-            "rows": self.rows,
-            "files": self.files,
-            "buckets": self.buckets,
-            "seconds": round(self.seconds, 3),
-        }
 
     def summary(self) -> str:
         """One human line."""
@@ -83,6 +73,6 @@ class IngestResult:
             return f"{self.table}: nothing to ingest (no rows), no snapshot written"
         return (
             f"{self.table}: committed {self.commit_kind} snapshot {self.snapshot_id}, "
-            f"{self.rows} rows in {self.files} level-0 files over {self.buckets} buckets "
+            f"{self.rows} rows in {self.files_written} level-0 files over {self.buckets} buckets "
             f"in {self.seconds:.2f} s"
         )

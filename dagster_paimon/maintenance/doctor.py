@@ -22,7 +22,7 @@ from dagster_paimon.errors import RepairRefusedError, StaleMaintenancePlanError
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.index import index_path
 from dagster_paimon.partition import Partition
-from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned
 from dagster_paimon.snapshot.metadata import (
     EARLIEST,
     LATEST,
@@ -47,14 +47,6 @@ KINDS = (MANIFEST_LIST, MANIFEST, INDEX_MANIFEST, INDEX_FILE, DATA_FILE, STATIST
 UNOPENABLE = frozenset({MANIFEST_LIST, MANIFEST, INDEX_MANIFEST})
 
 NO_CURE = "a rollback cannot repair tags: restore their files, or delete the tags"
-
-SNAPSHOTS_CHECKED = "snapshots_checked"
-UNREADABLE_SNAPSHOTS = "unreadable_snapshots"
-TAGS_AFFECTED = "tags_affected"
-MISSING_FILES = "missing_files"
-ROLLED_BACK = "rolled_back"
-HEALTHY = "healthy"
-SECONDS = "seconds"
 
 
 @dataclass(frozen=True)
@@ -177,7 +169,7 @@ def _snapshots(ids: Sequence[int]) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class DoctorResult:
+class DoctorResult(Reported):
     """What the doctor found, and what a repair did (or, dry, would do)."""
 
     table: str
@@ -193,6 +185,38 @@ class DoctorResult:
     dry_run: bool
     rewritten_hints: tuple[str, ...] = ()
     seconds: float = 0.0
+
+    FIELDS = {
+        "table": DETAIL,
+        "snapshots_checked": METRIC,
+        "tags_checked": DETAIL,
+        "unreadable_snapshots": METRIC,
+        "missing_files": METRIC,
+        "tags_affected": METRIC,
+        "bad_hints": DETAIL,
+        "rolled_back": METRIC,
+        "commits": DETAIL,
+        "repair": DETAIL,
+        "latest": DETAIL,
+        "healthy": METRIC,
+        "dry_run": DETAIL,
+        "seconds": METRIC,
+    }
+
+    @property
+    def unreadable_snapshots(self) -> tuple[Damage, ...]:
+        """The snapshots no reader can read."""
+        return self.unreadable
+
+    @property
+    def tags_affected(self) -> tuple[Damage, ...]:
+        """The tags no reader can read."""
+        return self.tags
+
+    @property
+    def bad_hints(self) -> tuple[BadHint, ...]:
+        """EARLIEST or LATEST hints that mislead a reader."""
+        return self.hints
 
     @property
     def healthy(self) -> bool:
@@ -220,37 +244,6 @@ class DoctorResult:
         if todo:
             return f"--rollback-unreadable would {' and '.join(todo)}"
         return NO_CURE if self.tags else None
-
-    def metrics(self) -> Metrics:
-        """Damage found and snapshots rolled back."""
-        return {
-            SNAPSHOTS_CHECKED: self.snapshots_checked,
-            UNREADABLE_SNAPSHOTS: len(self.unreadable),
-            TAGS_AFFECTED: len(self.tags),
-            MISSING_FILES: self.missing_files,
-            ROLLED_BACK: len(self.rolled_back),
-            HEALTHY: int(self.healthy),
-            SECONDS: round(self.seconds, 3),
-        }
-
-    def to_dict(self) -> dict:
-        """The doctor JSON of the CLI."""
-        return {
-            "table": self.table,
-            "snapshots_checked": self.snapshots_checked,
-            "tags_checked": self.tags_checked,
-            "unreadable": [d.to_dict() for d in self.unreadable],
-            "missing_files": self.missing_files,
-            "tags_affected": [d.to_dict() for d in self.tags],
-            "bad_hints": [h.to_dict() for h in self.hints],
-            "rolled_back": list(self.rolled_back),
-            "commits": [c.to_dict() for c in self.commits],
-            "repair": self.repair(),
-            "latest": self.latest,
-            "healthy": self.healthy,
-            "dry_run": self.dry_run,
-            "seconds": round(self.seconds, 3),
-        }
 
     def verdict(self) -> str:
         """The first line of the summary: healthy or not, and how much is damaged."""
@@ -674,16 +667,15 @@ def execute_repair(
     )
 
 
-def doctor(
-    table: FileStoreTable, *, repair: bool = False, files: TableFiles | None = None
-) -> DoctorResult:
+def doctor(table: FileStoreTable, *, repair: bool = False) -> DoctorResult:
     """Diagnose the table; with repair, roll back an unreadable newest run (execute_repair).
 
-    Raises no input error; RepairRefusedError (a broken snapshot that is not among the newest, or
-    tagged), TransientStoreError.
+    Raises no input error; RepairRefusedError when a repair cannot be done safely (a broken
+    snapshot not among the newest, or tagged), StaleMaintenancePlanError when the table changed
+    between diagnosis and repair (nothing is changed then), TransientStoreError.
     """
     return run_planned(
-        lambda: diagnose(table, files=files),
-        lambda report: execute_repair(table, report, files=files),
+        lambda: diagnose(table),
+        lambda report: execute_repair(table, report),
         dry_run=not repair,
     )

@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from datetime import timedelta
 
 from pypaimon.changelog.changelog import Changelog
 from pypaimon.common.json_util import JSON
@@ -36,7 +36,7 @@ from dagster_paimon.maintenance.deletion import (
 )
 from dagster_paimon.maintenance.options import ExpireConfig, Retention, RetentionOverrides
 from dagster_paimon.maintenance.references import collect_used, referrers
-from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timedelta_ms
 from dagster_paimon.snapshot.metadata import (
     CHANGELOG_PREFIX,
     EARLIEST,
@@ -52,13 +52,6 @@ log = logging.getLogger(__name__)
 
 SNAPSHOTS = "snapshots"
 CHANGELOGS = "changelogs"
-
-EXPIRED = "expired"
-DELETED_FILES = "deleted_files"
-DELETED_DATA_FILES = "deleted_data_files"
-DELETED_METADATA_FILES = "deleted_metadata_files"
-EARLIEST_KEPT = "earliest"
-SECONDS = "seconds"
 
 
 @dataclass(frozen=True)
@@ -104,7 +97,7 @@ class ExpiryPlan:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ExpiryResult:
+class ExpiryResult(Reported):
     """What an expiry run removed (or, dry, would remove), with its metrics."""
 
     table: str
@@ -117,35 +110,28 @@ class ExpiryResult:
     dry_run: bool
     seconds: float = 0.0
 
+    FIELDS = {
+        "table": DETAIL,
+        "target": DETAIL,
+        "expired": METRIC,
+        "deleted_files": METRIC,
+        "deleted_data_files": METRIC,
+        "deleted_metadata_files": METRIC,
+        "deleted_records": METRIC,
+        "earliest": METRIC,
+        "dry_run": DETAIL,
+        "seconds": METRIC,
+    }
+
+    @property
+    def expired(self) -> tuple[int, ...]:
+        """The ids expired: a list in the JSON, their number in the metrics."""
+        return self.expired_ids
+
     @property
     def deleted_files(self) -> int:
         """Every file removed: data, metadata and the snapshot or changelog files."""
         return self.deleted_data_files + self.deleted_metadata_files + self.deleted_records
-
-    def metrics(self) -> Metrics:
-        """How much was expired and deleted."""
-        return {
-            EXPIRED: len(self.expired_ids),
-            DELETED_FILES: self.deleted_files,
-            DELETED_DATA_FILES: self.deleted_data_files,
-            DELETED_METADATA_FILES: self.deleted_metadata_files,
-            EARLIEST_KEPT: self.earliest,
-            SECONDS: round(self.seconds, 3),
-        }
-
-    def to_dict(self) -> dict:
-        """The expire-* JSON of the CLI contract."""
-        return {
-            "table": self.table,
-            "target": self.target,
-            "expired": list(self.expired_ids),
-            "deleted_files": self.deleted_files,
-            "deleted_data_files": self.deleted_data_files,
-            "deleted_metadata_files": self.deleted_metadata_files,
-            "earliest": self.earliest,
-            "dry_run": self.dry_run,
-            "seconds": round(self.seconds, 3),
-        }
 
     def summary(self) -> str:
         """One human line."""
@@ -392,7 +378,7 @@ def _plan_changelogs(
     )
 
 
-# how often expire() plans again when a tag, branch or consumer appears meanwhile
+# how often _expire() plans again when a tag, branch or consumer appears meanwhile
 STALE_REPLANS = 2
 
 
@@ -542,7 +528,7 @@ def _execute(meta: TableMetadata, plan: ExpiryPlan) -> ExpiryResult:
     )
 
 
-def expire(
+def _expire(
     table: FileStoreTable,
     target: str = SNAPSHOTS,
     *,
@@ -551,7 +537,8 @@ def expire(
     now_ms: int | None = None,
     files: TableFiles | None = None,
 ) -> ExpiryResult:
-    """Expire snapshots (or long-lived changelogs) by retention options and any overrides.
+    """Expire snapshots (or long-lived changelogs) by retention options and any overrides;
+    `now_ms` and `files` are the tests' hooks (a clock and a file store).
 
     A plan that a tag, branch or consumer made stale before anything was deleted is made again,
     reading only the manifests that snapshots committed since added.
@@ -573,19 +560,80 @@ def expire(
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def expire_snapshots(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:
+def retention_overrides(
+    *,
+    older_than: timedelta | None = None,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    max_deletes: int | None = None,
+) -> RetentionOverrides:
+    """The overrides of the public arguments, each checked; None keeps the table's option.
+
+    Raises InvalidArgumentError for a negative duration or a count below 1.
+    """
+    # named as the CLI flags and Retention.validate name them
+    for name, count in (
+        ("retain-min", retain_min),
+        ("retain-max", retain_max),
+        ("max-deletes", max_deletes),
+    ):
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            raise InvalidArgumentError(f"{name} must be an int, got {count!r}")
+        if count is not None and count < 1:
+            raise InvalidArgumentError(f"{name} must be >= 1, got {count}")
+    if retain_min is not None and retain_max is not None and retain_max < retain_min:
+        raise InvalidArgumentError(
+            f"retain-max ({retain_max}) must not be less than retain-min ({retain_min})"
+        )
+    return RetentionOverrides(
+        retain_min=retain_min,
+        retain_max=retain_max,
+        time_retained_ms=None if older_than is None else timedelta_ms(older_than, "older_than"),
+        max_deletes=max_deletes,
+    )
+
+
+def expire_snapshots(
+    table: FileStoreTable,
+    *,
+    older_than: timedelta | None = None,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    max_deletes: int | None = None,
+    dry_run: bool = False,
+) -> ExpiryResult:
     """Expire snapshots by snapshot.* retention; tags, consumers and branches keep theirs.
 
-    Raises as plan_expiry (InvalidArgumentError for bad overrides, InvalidOptionError,
-    UnsupportedLayoutError).
+    Each argument left None keeps the table's option: `older_than` snapshot.time-retained,
+    `retain_min`/`retain_max` snapshot.num-retained.min/max, `max_deletes`
+    snapshot.expire.limit. Raises InvalidArgumentError for a negative duration, a count below
+    1 or retain_max below retain_min; InvalidOptionError (malformed retention options),
+    UnsupportedLayoutError; not input: MaintenanceAbortedError, TransientStoreError.
     """
-    return expire(table, SNAPSHOTS, **kwargs)
+    overrides = retention_overrides(
+        older_than=older_than, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes
+    )
+    return _expire(table, SNAPSHOTS, overrides=overrides, dry_run=dry_run)
 
 
-def expire_changelogs(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:
+def expire_changelogs(
+    table: FileStoreTable,
+    *,
+    older_than: timedelta | None = None,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    max_deletes: int | None = None,
+    dry_run: bool = False,
+) -> ExpiryResult:
     """Expire long-lived changelogs by changelog.* retention (falling back to snapshot.*).
 
-    Raises as plan_expiry (InvalidArgumentError for bad overrides, InvalidOptionError,
-    UnsupportedLayoutError).
+    Each argument left None keeps the table's option (changelog.time-retained,
+    changelog.num-retained.min/max, snapshot.expire.limit). Raises InvalidArgumentError for a
+    negative duration, a count below 1 or retain_max below retain_min; InvalidOptionError
+    (malformed retention options), UnsupportedLayoutError; not input: MaintenanceAbortedError,
+    TransientStoreError.
     """
-    return expire(table, CHANGELOGS, **kwargs)
+    overrides = retention_overrides(
+        older_than=older_than, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes
+    )
+    return _expire(table, CHANGELOGS, overrides=overrides, dry_run=dry_run)

@@ -27,7 +27,7 @@ from dagster_paimon.errors import CorruptMetadataError
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.maintenance.options import ManifestMergeOptions
-from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned
 from dagster_paimon.snapshot.entries import entry_identifier
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.pool import parallel_map
@@ -38,12 +38,6 @@ from dagster_paimon.unsupported import MANIFEST_COMPACTION, check_supported_layo
 log = logging.getLogger(__name__)
 
 FULL, MINOR = "full", "minor"
-SNAPSHOT_ID = "snapshot_id"
-MANIFESTS_BEFORE = "manifests_before"
-MANIFESTS_AFTER = "manifests_after"
-REWRITTEN_MANIFESTS = "rewritten_manifests"
-MANIFESTS_READ = "manifests_read"
-SECONDS = "seconds"
 PENDING_PREFIX = "(pending-"
 
 ReadEntries = Callable[[ManifestFileMeta], list[ManifestEntry]]
@@ -300,7 +294,7 @@ class EntryReader:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ManifestCompactionResult:
+class ManifestCompactionResult(Reported):
     """What compact-manifests committed (or, dry, would commit), with its metrics."""
 
     table: str
@@ -315,32 +309,19 @@ class ManifestCompactionResult:
     manifests_read: int = 0
     seconds: float = 0.0
 
-    def metrics(self) -> Metrics:
-        """Manifests before and after."""
-        return {
-            SNAPSHOT_ID: self.snapshot_id,
-            MANIFESTS_BEFORE: self.manifests_before,
-            MANIFESTS_AFTER: self.manifests_after,
-            REWRITTEN_MANIFESTS: self.rewritten_manifests,
-            MANIFESTS_READ: self.manifests_read,
-            SECONDS: round(self.seconds, 3),
-        }
-
-    def to_dict(self) -> dict:
-        """The compact-manifests JSON of the CLI contract."""
-        return {
-            "table": self.table,
-            "snapshot_id": self.snapshot_id,
-            "base_snapshot_id": self.base_snapshot_id,
-            "manifests_before": self.manifests_before,
-            "manifests_after": self.manifests_after,
-            "rewritten_manifests": self.rewritten_manifests,
-            "manifests_read": self.manifests_read,
-            "mode": self.mode,
-            "full": self.full,
-            "dry_run": self.dry_run,
-            "seconds": round(self.seconds, 3),
-        }
+    FIELDS = {
+        "table": DETAIL,
+        "snapshot_id": METRIC,
+        "base_snapshot_id": DETAIL,
+        "manifests_before": METRIC,
+        "manifests_after": METRIC,
+        "rewritten_manifests": METRIC,
+        "manifests_read": METRIC,
+        "mode": DETAIL,
+        "full": DETAIL,
+        "dry_run": DETAIL,
+        "seconds": METRIC,
+    }
 
     def summary(self) -> str:
         """One human line."""
@@ -500,6 +481,19 @@ def execute_manifest_compaction(
 
 
 def compact_manifests(
+    table: FileStoreTable, *, full: bool = False, dry_run: bool = False
+) -> ManifestCompactionResult:
+    """Merge the latest snapshot's manifests and, unless dry_run, commit them.
+
+    full forces a full compaction whatever the thresholds (Java's compact_manifest procedure);
+    otherwise the table's manifest.* options decide, exactly as at commit time.
+    Raises InvalidOptionError (malformed manifest.* options), UnsupportedLayoutError; not input:
+    CommitConflictError, CorruptMetadataError, TransientStoreError.
+    """
+    return _compact_manifests(table, full=full, dry_run=dry_run)
+
+
+def _compact_manifests(
     table: FileStoreTable,
     *,
     full: bool = False,
@@ -507,14 +501,7 @@ def compact_manifests(
     files: TableFiles | None = None,
     snapshot_writer: SnapshotWriter = create_snapshot_if_absent,
 ) -> ManifestCompactionResult:
-    """Merge the latest snapshot's manifests and, unless dry_run, commit them.
-
-    full forces a full compaction whatever the thresholds (Java's compact_manifest procedure);
-    otherwise the table's manifest.* options decide, exactly as at commit time.
-
-    Raises InvalidOptionError (malformed manifest.* options), UnsupportedLayoutError; not input:
-    CommitConflictError, CorruptMetadataError, TransientStoreError.
-    """
+    """compact_manifests with the tests' hooks: a file store and a snapshot writer."""
     return run_planned(
         lambda: plan_manifest_compaction(table, full=full),
         lambda plan: execute_manifest_compaction(

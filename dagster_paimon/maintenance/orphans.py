@@ -13,6 +13,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 from pypaimon.table.file_store_table import FileStoreTable
 
@@ -25,7 +26,7 @@ from dagster_paimon.io.external import (
 )
 from dagster_paimon.maintenance.options import DAY_MS
 from dagster_paimon.maintenance.references import UsedFiles, collect_used, referrers
-from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timedelta_ms
 from dagster_paimon.snapshot.metadata import (
     CHANGELOG_PREFIX,
     EARLIEST,
@@ -42,11 +43,6 @@ from dagster_paimon.unsupported import ORPHAN_REMOVAL, check_supported_layout
 log = logging.getLogger(__name__)
 
 BUCKET_PREFIX = "bucket-"
-ORPHANS = "orphans"
-DELETED = "deleted"
-BYTES = "bytes"
-SCANNED_FILES = "scanned_files"
-SECONDS = "seconds"
 
 
 @dataclass(frozen=True)
@@ -76,7 +72,7 @@ class OrphanPlan:
 
 
 @dataclass(frozen=True, kw_only=True)
-class OrphanResult:
+class OrphanResult(Reported):
     """What remove-orphans deleted (or, dry, would delete), with its metrics."""
 
     table: str
@@ -87,27 +83,15 @@ class OrphanResult:
     dry_run: bool
     seconds: float = 0.0
 
-    def metrics(self) -> Metrics:
-        """Orphans found and deleted."""
-        return {
-            ORPHANS: len(self.orphans),
-            DELETED: self.deleted,
-            BYTES: self.bytes,
-            SCANNED_FILES: self.scanned_files,
-            SECONDS: round(self.seconds, 3),
-        }
-
-    def to_dict(self) -> dict:
-        """The remove-orphans JSON of the CLI contract."""
-        return {
-            "table": self.table,
-            "orphans": list(self.orphans),
-            "deleted": self.deleted,
-            "bytes": self.bytes,
-            "scanned_files": self.scanned_files,
-            "dry_run": self.dry_run,
-            "seconds": round(self.seconds, 3),
-        }
+    FIELDS = {
+        "table": DETAIL,
+        "orphans": METRIC,
+        "deleted": METRIC,
+        "bytes": METRIC,
+        "scanned_files": METRIC,
+        "dry_run": DETAIL,
+        "seconds": METRIC,
+    }
 
     def summary(self) -> str:
         """One human line, then the orphans."""
@@ -282,6 +266,19 @@ def execute_orphan_removal(
 
 
 def remove_orphans(
+    table: FileStoreTable, *, older_than: timedelta = timedelta(days=1), dry_run: bool = False
+) -> OrphanResult:
+    """Find and (unless dry_run) delete orphan files older than `older_than`.
+
+    Raises InvalidArgumentError when `older_than` is not positive: younger files may belong
+    to a commit still writing them; InvalidOptionError (external-path options we cannot
+    honour), UnsupportedLayoutError; not input: MaintenanceAbortedError, TransientStoreError.
+    """
+    older_than_ms = timedelta_ms(older_than, "older_than")
+    return _remove_orphans(table, older_than_ms=older_than_ms, dry_run=dry_run)
+
+
+def _remove_orphans(
     table: FileStoreTable,
     *,
     older_than_ms: int = DAY_MS,
@@ -289,12 +286,7 @@ def remove_orphans(
     now_ms: int | None = None,
     files: TableFiles | None = None,
 ) -> OrphanResult:
-    """Find and (unless dry_run) delete orphan files older than the threshold.
-
-    Raises InvalidArgumentError (older-than not positive), InvalidOptionError (external-path options
-    we cannot honour), UnsupportedLayoutError; not input: MaintenanceAbortedError,
-    TransientStoreError.
-    """
+    """remove_orphans with the tests' hooks: a clock and a file store."""
     return run_planned(
         lambda: plan_orphan_removal(table, older_than_ms=older_than_ms, now_ms=now_ms, files=files),
         lambda plan: execute_orphan_removal(table, plan, files=files),

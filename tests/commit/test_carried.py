@@ -54,7 +54,7 @@ def analyze(table, schema_id: int, watermark: int | None = None) -> str:
 def compact_full(warehouse: str) -> None:
     """A full compaction of db.orders, as the CLI runs it."""
     ref = TableRef.of(warehouse, "db.orders")
-    compact_table(open_table(warehouse, "db.orders"), ref, full=True)
+    compact_table(ref, full=True)
 
 
 def latest(warehouse: str):

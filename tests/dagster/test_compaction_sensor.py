@@ -110,7 +110,7 @@ def test_compaction_asset_records_metrics_and_keeps_rows(warehouse_resource):
     )
     assert result.success
     mat = result.asset_materializations_for_node("shop__events__compaction")[0]
-    assert mat.metadata["paimon/files_rewritten"].value == 4
+    assert mat.metadata["paimon/rewritten_files"].value == 4
     assert mat.metadata["paimon/max_sorted_runs"].value == 1
     assert mat.metadata["paimon/bytes_written"].value > 0
     assert sorted_rows(read_rows(table), ("dt", "id")) == before

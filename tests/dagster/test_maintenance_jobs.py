@@ -57,7 +57,7 @@ def test_every_maintenance_job_runs_and_records_metrics(warehouse):
         assert result.success, kind
         outputs = [e for e in result.all_node_events if e.event_type_value == "STEP_OUTPUT"]
         metrics[kind] = {k: v.value for k, v in outputs[0].event_specific_data.metadata.items()}
-    assert metrics["full_compaction"]["paimon/files_rewritten"] > 0
+    assert metrics["full_compaction"]["paimon/rewritten_files"] > 0
     assert metrics["expire_snapshots"]["paimon/expired"] >= 1
     assert metrics["remove_orphans"]["paimon/orphans"] == 0
     assert read_levels(table).health().aggregate()["max_sorted_runs"] == 1

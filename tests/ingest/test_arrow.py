@@ -25,7 +25,7 @@ def test_appends_upserts_deletes_and_overwrites_read_back_as_the_model(warehouse
     result = ingest_arrow(table, first)
     apply_dedup(model, [{**r, "_kind": "+I"} for r in first.to_pylist()], KEY)
     assert (result.snapshot_id, result.commit_kind, result.rows) == (1, "APPEND", 40)
-    assert result.files == 4 and result.buckets == 4
+    assert result.files_written == 4 and result.buckets == 4
 
     second = orders_batch(1)
     kinds = ["-D" if i % 5 == 0 else "+U" for i in range(second.num_rows)]

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction.compact import compact_open_table
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import committed_files, data_files_on_disk
 from tests.crash_child import GATE_TIMEOUT_S, run_child
@@ -105,7 +105,7 @@ def test_an_ingest_losing_the_race_renumbers_and_its_rows_win(warehouse, caplog,
     assert not diff_rows(rows_by_key(table, KEY), model if level0_read else {})
     assert data_files_on_disk(table) == committed_files(table)
 
-    compact_table(table, TableRef.of(warehouse, IDENTIFIER), full=True)
+    compact_open_table(table, TableRef.of(warehouse, IDENTIFIER), full=True)
     assert not diff_rows(rows_by_key(open_table(warehouse, IDENTIFIER), KEY), model)
 
 

@@ -14,11 +14,11 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.lsm.compaction import compact_table
-from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import TableRef, create_table, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
+from tests.hooks import compact_manifests
 from tests.lsm.kvmodel import read_rows, sorted_rows
 
 NEWER = ("_EMBEDDED_FILE_INDEX", "_EXTRA_FILES", "_FIRST_ROW_ID", "_FILE_SOURCE")
@@ -114,9 +114,7 @@ def test_newer_fields_survive_manifest_compaction_and_upgrades(warehouse):
     assert {(r["_MIN_LEVEL"], r["_MAX_LEVEL"]) for r in merged} == {(0, 0)}
 
     # one level-0 file per bucket: a full compaction moves each up without rewriting it
-    compact_table(
-        open_table(warehouse, "db.orders"), TableRef.of(warehouse, "db.orders"), full=True
-    )
+    compact_table(TableRef.of(warehouse, "db.orders"), full=True)
     upgraded = written_files(warehouse)
     assert {f["_LEVEL"] for f in upgraded.values()} == {5}
     assert newer(upgraded) == expected

@@ -42,9 +42,7 @@ def test_suffix_include_compression_names_what_we_write(warehouse):
     ingest_arrow(open_table(warehouse, "db.orders"), orders_batch(1))
     assert live_names(warehouse) and all(n.endswith(".zst.parquet") for n in live_names(warehouse))
     expected = sorted_rows(read_rows(open_table(warehouse, "db.orders")), ("dt", "id"))
-    compact_table(open_table(warehouse, "db.orders"), TableRef.of(warehouse, "db.orders"))
-    compact_table(
-        open_table(warehouse, "db.orders"), TableRef.of(warehouse, "db.orders"), full=True
-    )
+    compact_table(TableRef.of(warehouse, "db.orders"))
+    compact_table(TableRef.of(warehouse, "db.orders"), full=True)
     assert live_names(warehouse) and all(n.endswith(".gz.parquet") for n in live_names(warehouse))
     assert sorted_rows(read_rows(open_table(warehouse, "db.orders")), ("dt", "id")) == expected

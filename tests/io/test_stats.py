@@ -30,7 +30,7 @@ from dagster_paimon.io.stats import (
     truncate_max,
     truncate_min,
 )
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
@@ -227,7 +227,7 @@ def compacted(warehouse: str, **options: str):
     table = create_table(warehouse, spec)
     for commit in range(3):
         write_with_pypaimon(table, rows(commit * 10, 30, f"c{commit}"))
-    compact_table(table, TableRef.of(warehouse, "db.t"), full=True)
+    compact_open_table(table, TableRef.of(warehouse, "db.t"), full=True)
     table = open_table(warehouse, "db.t")
     snapshot = table.snapshot_manager().get_latest_snapshot()
     (entry,) = live_entries(table, snapshot, with_stats=True)

@@ -92,7 +92,7 @@ def both(java, root: Path, file_format: str, options: dict) -> tuple[dict, dict]
         shutil.rmtree(warehouse, ignore_errors=True)
     java.write(theirs, "db", "t", [FIRST, SECOND, "compact"], spec=spec)
     java.write(ours, "db", "t", [FIRST, SECOND], spec=spec)
-    compact_table(open_table(ours, "db.t"), TableRef.of(ours, "db.t"), full=True)
+    compact_table(TableRef.of(ours, "db.t"), full=True)
     return output(theirs), output(ours)
 
 

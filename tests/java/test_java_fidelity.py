@@ -12,7 +12,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.table import TableRef, open_table
 from tests.java.test_java_tables import Model, spec
 
@@ -114,7 +114,7 @@ def test_our_full_compaction_writes_what_javas_writes(request, tmp_path, version
 
     java.write(str(theirs), "db", "t", ["compact"])
     table = open_table(str(ours), "db.t")
-    compact_table(table, TableRef.of(str(ours), "db.t"), full=True)
+    compact_open_table(table, TableRef.of(str(ours), "db.t"), full=True)
 
     mine, javas = latest_snapshot(ours), latest_snapshot(theirs)
     assert snapshot_fields(mine) == snapshot_fields(javas)

@@ -57,7 +57,7 @@ def test_levels_are_written_in_javas_format_and_compression(request, tmp_path, v
     shutil.copytree(base, theirs)
 
     java.write(str(theirs), "db", "t", ["compact"])
-    compact_table(open_table(str(ours), "db.t"), TableRef.of(str(ours), "db.t"), full=True)
+    compact_table(TableRef.of(str(ours), "db.t"), full=True)
     assert live_files(ours) == live_files(theirs) == {(5, "parquet/gzip")}
 
     row = ("2024-01-01", 99, "ours", 7, 0.5)

@@ -13,7 +13,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 
 from dagster_paimon.io.index import DELETION_VECTORS
 from dagster_paimon.io.manifest_compat import fill_defaults
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, open_table
 from tests.lsm.kvmodel import read_rows
@@ -119,7 +119,7 @@ def test_java_written_tables_compact_and_java_writes_on(request, warehouse, vers
     assert before["buckets"] == 4
     if "write-only" in options:
         assert before["max_sorted_runs"] == len(steps)
-    result = compact_table(table, TableRef.of(warehouse, "db.t"), full=True)
+    result = compact_open_table(table, TableRef.of(warehouse, "db.t"), full=True)
     assert result.snapshot_id is not None
     assert read_levels(open_table(warehouse, "db.t")).health().aggregate()["max_sorted_runs"] == 1
     if dv:  # no vector left: Java's empty list, not null

@@ -6,7 +6,7 @@ import random
 
 import pyarrow as pa
 
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction.compact import compact_open_table, compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
@@ -63,12 +63,12 @@ def write_history(table, commits: int, seed: int = 7, model: dict | None = None)
 def compact(table, warehouse: str, catalog_options: dict[str, str] | None = None, **kwargs):
     """Compact through the public entry point, as the CLI and Dagster do."""
     ref = TableRef(warehouse, "db.cdc", tuple(sorted((catalog_options or {}).items())))
-    return compact_table(table, ref, **kwargs)
+    return compact_open_table(table, ref, **kwargs)
 
 
 def compact_db_t(warehouse: str, **kwargs):
     """Our compaction of db.t, as the CLI runs it."""
-    return compact_table(open_table(warehouse, "db.t"), TableRef(warehouse, "db.t"), **kwargs)
+    return compact_table(TableRef(warehouse, "db.t"), **kwargs)
 
 
 def live_extensions(warehouse: str) -> set[str]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.options import RetentionOverrides
+from tests.hooks import expire_changelogs, expire_snapshots
 from tests.maintenance.histories import append, history, later_ms
 from tests.maintenance.oracle import (
     all_refs,

@@ -12,7 +12,6 @@ from dagster_paimon.cli import main
 from dagster_paimon.errors import RepairRefusedError, StaleMaintenancePlanError
 from dagster_paimon.maintenance.doctor import (
     DATA_FILE,
-    HEALTHY,
     INDEX_FILE,
     MANIFEST,
     MANIFEST_LIST,
@@ -22,8 +21,7 @@ from dagster_paimon.maintenance.doctor import (
     doctor,
     execute_repair,
 )
-from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.manifests import compact_manifests
+from tests.hooks import compact_manifests, expire_snapshots
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_batch, compact
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, append, history, later_ms
@@ -39,7 +37,7 @@ from tests.maintenance.oracle import (
 CONTRACT = (
     "table",
     "snapshots_checked",
-    "unreadable",
+    "unreadable_snapshots",
     "missing_files",
     "tags_affected",
     "rolled_back",
@@ -97,14 +95,14 @@ def test_a_healthy_table_is_healthy_and_repair_changes_nothing(warehouse):
     assert {k: payload[k] for k in CONTRACT} == {
         "table": "db.cdc",
         "snapshots_checked": len(ids),
-        "unreadable": [],
+        "unreadable_snapshots": [],
         "missing_files": 0,
         "tags_affected": [],
         "rolled_back": [],
         "latest": ids[-1],
         "healthy": True,
     }
-    assert report.metrics()[HEALTHY] == 1
+    assert report.metrics()["healthy"] == 1
     assert (
         report.summary()
         == f"db.cdc: healthy, {len(ids)} snapshots and 1 tag checked, latest {ids[-1]}"
@@ -306,7 +304,7 @@ def test_cli_json_reports_then_rolls_back(capsys, warehouse):
     assert code == 1 and "db.cdc: UNHEALTHY, 1 unreadable snapshot and 0 unreadable tags" in err
     payload = json.loads(out)
     assert payload["healthy"] is False and payload["rolled_back"] == []
-    assert payload["unreadable"] == [
+    assert payload["unreadable_snapshots"] == [
         {
             "snapshot_id": newest,
             "opens": False,
@@ -320,7 +318,7 @@ def test_cli_json_reports_then_rolls_back(capsys, warehouse):
     assert code == 0, err
     payload = json.loads(out)
     assert payload["rolled_back"] == [newest] and payload["latest"] == newest - 1
-    assert payload["healthy"] is True and payload["unreadable"] == []
+    assert payload["healthy"] is True and payload["unreadable_snapshots"] == []
     assert latest_rows(table) == previous
 
     assert main(args[:-1]) == 0

@@ -12,16 +12,11 @@ from dagster_paimon.errors import (
     MaintenanceAbortedError,
     StaleMaintenancePlanError,
 )
-from dagster_paimon.maintenance.expire import (
-    DELETED_DATA_FILES,
-    EXPIRED,
-    execute_expiry,
-    expire_snapshots,
-    plan_expiry,
-)
+from dagster_paimon.maintenance.expire import execute_expiry, plan_expiry
 from dagster_paimon.maintenance.options import HOUR_MS, RetentionOverrides
 from dagster_paimon.storage.local import LocalFiles
 from dagster_paimon.table import open_catalog
+from tests.hooks import expire_snapshots
 from tests.lsm.kvmodel import read_rows
 from tests.lsm.tables import compact
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, append, history, later_ms
@@ -86,7 +81,7 @@ def test_tagged_snapshot_files_survive(warehouse):
     assert result.expired_ids == tuple(range(1, 8))
     assert all(exists(p) for p in tag_files)
     assert tag_rows(table, "release") == expected
-    assert result.metrics()[DELETED_DATA_FILES] > 0
+    assert result.metrics()["deleted_data_files"] > 0
 
 
 def test_consumers_hold_back_expiry(warehouse):
@@ -124,7 +119,7 @@ def test_dry_run_reports_the_plan_and_deletes_nothing(warehouse):
     assert dry.dry_run and not real.dry_run
     assert dry.expired_ids == real.expired_ids == tuple(range(1, 7))
     assert dry.deleted_files == real.deleted_files
-    assert dry.metrics()[EXPIRED] == 6
+    assert dry.metrics()["expired"] == 6
 
 
 def test_other_branches_keep_the_files_they_share(warehouse):

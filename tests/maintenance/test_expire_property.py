@@ -16,11 +16,9 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.options import HOUR_MS, RetentionOverrides
-from dagster_paimon.maintenance.orphans import remove_orphans
 from tests.conftest import write_with_pypaimon
+from tests.hooks import compact_manifests, expire_snapshots, remove_orphans
 from tests.lsm.tables import SCHEMA, cdc_batch, cdc_table, compact
 from tests.maintenance.oracle import (
     age_tree,

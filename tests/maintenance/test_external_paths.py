@@ -17,9 +17,8 @@ import pyarrow as pa
 from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.table import open_table
+from tests.hooks import expire_snapshots, remove_orphans
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, SCHEMA, cdc_table, compact
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, later_ms

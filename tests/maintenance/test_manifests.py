@@ -9,15 +9,10 @@ import pytest
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
-from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.manifests import (
-    FULL,
-    MANIFESTS_AFTER,
-    MINOR,
-    compact_manifests,
-)
+from dagster_paimon.maintenance.manifests import FULL, MINOR
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import open_table
+from tests.hooks import compact_manifests, expire_snapshots
 from tests.lsm.tables import cdc_table, compact
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, append, later_ms
 from tests.maintenance.oracle import all_refs, rows_at, snapshot_ids
@@ -105,7 +100,7 @@ def test_minor_merges_sixty_small_manifests_into_one(history_copy):
     assert len(manifests_of(table)) == 1
     assert rows_at(table, snapshot.id) == rows
     assert rows_at(table, 10) == old_rows
-    assert result.metrics()[MANIFESTS_AFTER] == 1
+    assert result.metrics()["manifests_after"] == 1
 
 
 def size_walk(metas, target: int, min_count: int) -> tuple[set[str], int]:

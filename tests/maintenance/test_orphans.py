@@ -10,11 +10,10 @@ import pyarrow as pa
 import pytest
 
 from dagster_paimon.errors import InvalidArgumentError, MaintenanceAbortedError
-from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.options import HOUR_MS, RetentionOverrides
-from dagster_paimon.maintenance.orphans import DELETED, remove_orphans
 from dagster_paimon.storage.local import LocalFiles
 from dagster_paimon.table import open_catalog
+from tests.hooks import expire_snapshots, remove_orphans
 from tests.lsm.kvmodel import read_rows
 from tests.lsm.tables import SCHEMA, cdc_batch, compact
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, history, later_ms
@@ -65,7 +64,7 @@ def test_old_strays_go_young_strays_and_live_files_stay(warehouse):
 
     assert sorted(result.orphans) == sorted(old)
     assert result.deleted == len(old) and result.bytes == 10 * len(old)
-    assert result.metrics()[DELETED] == len(old)
+    assert result.metrics()["deleted"] == len(old)
     assert all_files(table.table_path) == live | set(young)
     for i, expected in rows.items():
         assert rows_at(table, i) == expected

@@ -35,7 +35,7 @@ def test_ingest_prints_the_snapshot_rows_and_files(spark, warehouse, tmp_path, c
     assert code == EXIT_OK
     assert payload["snapshot_id"] == 1
     assert payload["rows"] == orders_batch(0).num_rows
-    assert payload["files"] == 4
+    assert payload["files_written"] == 4
     assert sorted_rows(read_rows(table), ("dt", "id")) == sorted_rows(
         orders_batch(0).to_pylist(), ("dt", "id")
     )

@@ -38,7 +38,7 @@ class Scenario:
         assert len(compacted["units"]) > 1
         for snapshot_id in ids:
             assert sorted_rows(read_rows(self.table, snapshot_id), ORDER_KEY) == self.expected
-        assert read_levels(self.table).health().to_dict()["summary"]["max_sorted_runs"] == 1
+        assert read_levels(self.table).health().to_dict()["totals"]["max_sorted_runs"] == 1
 
 
 def scenario(

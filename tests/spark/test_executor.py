@@ -10,7 +10,7 @@ import time
 import pytest
 
 from dagster_paimon.commit.producers import CompactProducer
-from dagster_paimon.lsm.compaction.compact import compact_table, plan_compaction
+from dagster_paimon.lsm.compaction.compact import compact_open_table, compact_table, plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.spark.executor import SparkExecutor
@@ -45,10 +45,12 @@ def test_spark_compaction_matches_in_process_compaction(spark, tmp_path):
         tables.append((warehouse, table))
     (spark_wh, on_spark), (local_wh, in_process) = tables
 
-    report = compact_table(
+    report = compact_open_table(
         on_spark, TableRef(spark_wh, "db.cdc"), full=True, executor=SparkExecutor(spark)
     )
-    compact_table(in_process, TableRef(local_wh, "db.cdc"), full=True, executor=LocalExecutor())
+    compact_open_table(
+        in_process, TableRef(local_wh, "db.cdc"), full=True, executor=LocalExecutor()
+    )
 
     assert report.snapshot_id == 6
     assert on_spark.snapshot_manager().get_latest_snapshot().commit_kind == "COMPACT"
@@ -67,9 +69,9 @@ def test_spark_executors_maintain_vectors_and_changelog_as_in_process(spark, tmp
         os.makedirs(warehouse)
         table = cdc_table(warehouse, **options)
         model = write_history(table, 3)
-        compact_table(table, TableRef(warehouse, "db.cdc"), full=True, executor=executor)
+        compact_open_table(table, TableRef(warehouse, "db.cdc"), full=True, executor=executor)
         write_history(table, 2, seed=11, model=model)
-        result = compact_table(table, TableRef(warehouse, "db.cdc"), executor=executor)
+        result = compact_open_table(table, TableRef(warehouse, "db.cdc"), executor=executor)
         snapshot = table.snapshot_manager().get_latest_snapshot()
         assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)
         health = read_levels(table).health().aggregate()
@@ -94,7 +96,7 @@ def test_a_failing_executor_task_leaves_no_file_behind(spark, warehouse):
     before = data_files_on_disk(table)
 
     with pytest.raises(OSError):
-        compact_table(
+        compact_open_table(
             table, TableRef(warehouse, "db.cdc"), full=True, executor=SparkExecutor(spark)
         )
 
@@ -160,7 +162,7 @@ def test_ingest_and_compaction_racing_both_commit_and_lose_no_row(spark, warehou
     gate.mkdir()
 
     thread, outcome = ingest_in_background(spark, warehouse, rows, str(gate))
-    compaction = compact_table(table, TableRef(warehouse, "db.cdc"), full=True)
+    compaction = compact_open_table(table, TableRef(warehouse, "db.cdc"), full=True)
     release(str(gate), thread)
 
     assert "error" not in outcome, outcome.get("error")
@@ -211,11 +213,7 @@ def test_postpone_moves_run_on_spark_executors(spark, warehouse):
     model = Model()
     for commit in range(3):
         model.write(warehouse, batch(range(commit * 6, commit * 6 + 14), f"c{commit}"))
-    result = compact_table(
-        open_table(warehouse, "db.t"),
-        TableRef(warehouse, "db.t"),
-        executor=SparkExecutor(spark),
-    )
+    result = compact_table(TableRef(warehouse, "db.t"), executor=SparkExecutor(spark))
     assert result.metrics()["postponed_files_moved"] == 6
     assert pypaimon_rows(warehouse) == model.rows
     levels = read_levels(open_table(warehouse, "db.t"))

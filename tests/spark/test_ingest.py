@@ -88,7 +88,7 @@ def test_parquet_with_duplicates_and_deletes_lands_in_level_0_as_one_append(
     assert {e.file.level for e in live} == {0}
     assert {e.file.file_source for e in live} == {0}
     assert report.snapshot_id == 1
-    assert report.files == len(live) == len(committed_files(table))
+    assert report.files_written == len(live) == len(committed_files(table))
     assert report.rows == snapshot.total_record_count == sum(e.file.row_count for e in live)
     deletes = sum(
         1 for r in {(r["dt"], r["id"]): r for r in rows}.values() if r["_row_kind"][0] == "-"

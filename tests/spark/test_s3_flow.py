@@ -50,11 +50,11 @@ def test_ingest_compact_expire_manifests_orphans_on_s3(
     assert sorted_rows(read_rows(table), KEY) == expected
 
     health = run(capsys, "health", uri)
-    assert health["summary"]["max_sorted_runs"] == COMMITS
+    assert health["totals"]["max_sorted_runs"] == COMMITS
 
     compacted = run(capsys, "compact", uri, "--full", "--executor", "spark")
     assert compacted["snapshot_id"] == COMMITS + 1
-    assert run(capsys, "health", uri)["summary"]["max_sorted_runs"] == 1
+    assert run(capsys, "health", uri)["totals"]["max_sorted_runs"] == 1
     assert sorted_rows(read_rows(table), KEY) == expected
 
     expired = run(capsys, "expire-snapshots", uri, "--retain-max", "1", "--retain-min", "1")

@@ -21,14 +21,12 @@ from pypaimon import CatalogFactory
 from pypaimon.snapshot.snapshot import Snapshot
 
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_table
-from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.manifests import compact_manifests
+from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.maintenance.options import RetentionOverrides
-from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.table import TableRef, create_table, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
 from tests.faultproxy import FaultProxy
+from tests.hooks import compact_manifests, expire_snapshots, remove_orphans
 from tests.s3server import S3Server
 from tests.tablefiles import check_snapshots, rows_by_key, unreferenced_files
 
@@ -201,8 +199,8 @@ def ingest(table: FaultTable, mode: str) -> object:
 OPERATIONS: dict[str, Operation] = {
     "ingest": lambda t: ingest(t, "append"),
     "overwrite": lambda t: ingest(t, "overwrite"),
-    "compact": lambda t: compact_table(t.through_proxy(), t.ref()),
-    "compact-full": lambda t: compact_table(t.through_proxy(), t.ref(), full=True),
+    "compact": lambda t: compact_open_table(t.through_proxy(), t.ref()),
+    "compact-full": lambda t: compact_open_table(t.through_proxy(), t.ref(), full=True),
     "expire-snapshots": lambda t: expire_snapshots(
         t.through_proxy(), overrides=RetentionOverrides(1, 2, 0)
     ),

@@ -10,11 +10,11 @@ from contextlib import contextmanager
 
 import pytest
 
-from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.orphans import plan_orphan_removal, remove_orphans
+from dagster_paimon.maintenance.orphans import plan_orphan_removal
 from dagster_paimon.storage.local import LocalFiles
 from dagster_paimon.storage.s3 import S3Files, S3Settings
 from dagster_paimon.storage.warehouse import table_files
+from tests.hooks import expire_snapshots, remove_orphans
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, history, later_ms
 from tests.maintenance.oracle import rows_at, snapshot_ids
 

@@ -15,10 +15,10 @@ import pytest
 
 from dagster_paimon.errors import TransientStoreError
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_table
-from dagster_paimon.maintenance.manifests import compact_manifests
+from dagster_paimon.lsm.compaction import compact_open_table
 from tests.conftest import orders_batch
 from tests.faultproxy import FAULTS, Rule, fault_proxy
+from tests.hooks import compact_manifests
 from tests.storage.faults import new_fault_table, template_bucket, upserted
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
@@ -52,7 +52,7 @@ def test_compactions_complete_under_random_faults(s3_server, tmp_path, monkeypat
         thread.start()
         for n in range(COMPACTIONS):
             try:
-                compact_table(table.through_proxy(), table.ref(), full=n % 2 == 1)
+                compact_open_table(table.through_proxy(), table.ref(), full=n % 2 == 1)
             except TransientStoreError as e:
                 failures.append(e)
         try:

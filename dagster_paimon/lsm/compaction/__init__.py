@@ -1,11 +1,13 @@
 """Compaction: strategies, task plans, task execution, executors and the table-wide run.
 
-What adapters (CLI, Dagster, Spark) use is exported here; the engine itself never imports it.
+What adapters (CLI, Dagster, Spark) and PaimonTable use is exported here; the engine itself
+never imports it.
 """
 
 from dagster_paimon.lsm.compaction.compact import (
     CompactionPlan,
     CompactionResult,
+    compact_open_table,
     compact_table,
     execute_compaction,
     plan_compaction,
@@ -28,6 +30,7 @@ __all__ = [
     "TaskExecutor",
     "TaskPlan",
     "Work",
+    "compact_open_table",
     "compact_table",
     "execute_compaction",
     "plan_compaction",

@@ -12,7 +12,7 @@ from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import CompactProducer
-from dagster_paimon.errors import InvalidOptionError, transient_errors
+from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError, transient_errors
 from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor
 from dagster_paimon.lsm.compaction.plan import TaskPlan, plan_task
 from dagster_paimon.lsm.compaction.postpone import (
@@ -39,24 +39,11 @@ from dagster_paimon.options import (
     POSTPONE_BUCKET,
     RECORD_LEVEL_EXPIRE_TIME,
 )
-from dagster_paimon.results import Metrics, run_planned
+from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned
 from dagster_paimon.table import TableRef
 from dagster_paimon.unsupported import COMPACTION, check_supported_layout
 
 log = logging.getLogger(__name__)
-
-SNAPSHOT_ID = "compaction_snapshot_id"
-UNITS = "compaction_units"
-FILES_REWRITTEN = "files_rewritten"
-FILES_UPGRADED = "files_upgraded"
-FILES_WRITTEN = "files_written"
-BYTES_READ = "bytes_read"
-BYTES_WRITTEN = "bytes_written"
-CHANGELOG_FILES = "changelog_files_written"
-VECTOR_INDEXES = "deletion_vector_indexes_written"
-POSTPONED_FILES = "postponed_files_moved"
-POSTPONED_ROWS = "postponed_rows_moved"
-SECONDS = "compaction_seconds"
 
 
 def check_supported(options: CompactionOptions) -> None:
@@ -146,7 +133,7 @@ def _unit_line(unit: Mapping[str, Any], executed: bool) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class CompactionResult:
+class CompactionResult(Reported):
     """What a compaction committed (None if nothing to do), or with dry_run what it would do."""
 
     table: str
@@ -159,6 +146,26 @@ class CompactionResult:
     placed_bytes: int = 0
     seconds: float = 0.0
 
+    FIELDS = {
+        "table": DETAIL,
+        "snapshot_id": METRIC,
+        "base_snapshot_id": DETAIL,
+        "dry_run": DETAIL,
+        "units": METRIC,
+        "postponed": DETAIL,
+        "rewritten_files": METRIC,
+        "upgraded_files": METRIC,
+        "files_written": METRIC,
+        "bytes_read": METRIC,
+        "bytes_written": METRIC,
+        "bytes_to_read": DETAIL,
+        "changelog_files_written": METRIC,
+        "deletion_vector_indexes_written": METRIC,
+        "postponed_files_moved": METRIC,
+        "postponed_rows_moved": METRIC,
+        "seconds": METRIC,
+    }
+
     @property
     def bytes_read(self) -> int:
         """Bytes of the files rewritten, and of the postponed files moved."""
@@ -170,24 +177,55 @@ class CompactionResult:
         """Bytes of the files written: compaction output and moved rows left at level 0."""
         return sum(r.bytes_written for r in self.results) + self.placed_bytes
 
-    def metrics(self) -> Metrics:
-        """Counts and bytes of the run."""
-        return {
-            SNAPSHOT_ID: self.snapshot_id,
-            UNITS: len(self.tasks),
-            FILES_REWRITTEN: sum(r.rewritten_files for r in self.results),
-            FILES_UPGRADED: sum(r.upgraded_files for r in self.results),
-            FILES_WRITTEN: sum(len(r.new_files) for r in self.results),
-            BYTES_READ: self.bytes_read,
-            BYTES_WRITTEN: self.bytes_written,
-            CHANGELOG_FILES: sum(len(r.change.changelog) for r in self.results),
-            VECTOR_INDEXES: sum(1 for r in self.results if r.change.index is not None),
-            POSTPONED_FILES: sum(len(m.files) for m in self.moves),
-            POSTPONED_ROWS: sum(m.rows for m in self.moves),
-            SECONDS: round(self.seconds, 3),
-        }
+    @property
+    def bytes_to_read(self) -> int:
+        """Bytes the plan rewrites or moves: what a dry run would read."""
+        return sum(t.rewritten_bytes for t in self.tasks) + sum(
+            f.file_size for m in self.moves for f in m.files
+        )
 
-    def _units(self) -> list[dict[str, Any]]:
+    @property
+    def rewritten_files(self) -> int:
+        """Files merged into new ones (0 in a dry run: the units say what is planned)."""
+        return sum(r.rewritten_files for r in self.results)
+
+    @property
+    def upgraded_files(self) -> int:
+        """Files that only moved to a higher level."""
+        return sum(r.upgraded_files for r in self.results)
+
+    @property
+    def files_written(self) -> int:
+        """Data files the tasks wrote."""
+        return sum(len(r.new_files) for r in self.results)
+
+    @property
+    def changelog_files_written(self) -> int:
+        """Changelog files the tasks wrote."""
+        return sum(len(r.change.changelog) for r in self.results)
+
+    @property
+    def deletion_vector_indexes_written(self) -> int:
+        """Buckets whose deletion vectors got a new index file."""
+        return sum(1 for r in self.results if r.change.index is not None)
+
+    @property
+    def postponed_files_moved(self) -> int:
+        """Postpone-bucket files moved into real buckets."""
+        return sum(len(m.files) for m in self.moves)
+
+    @property
+    def postponed_rows_moved(self) -> int:
+        """Rows of those files."""
+        return sum(m.rows for m in self.moves)
+
+    @property
+    def postponed(self) -> list[dict[str, Any]]:
+        """Each postponed partition's move."""
+        return [m.to_dict() for m in self.moves]
+
+    @property
+    def units(self) -> list[dict[str, Any]]:
         """Each task's plan, with what it did once executed (a file planned as an upgrade may
         have been rewritten: its metadata hid retractions)."""
         units = []
@@ -207,22 +245,6 @@ class CompactionResult:
             units.append(unit)
         return units
 
-    def to_dict(self) -> dict[str, Any]:
-        """The compact JSON of the CLI contract."""
-        return {
-            "table": self.table,
-            "snapshot_id": self.snapshot_id,
-            "base_snapshot_id": self.base_snapshot_id,
-            "dry_run": self.dry_run,
-            "units": self._units(),
-            "postponed": [m.to_dict() for m in self.moves],
-            "bytes_read": self.bytes_read,
-            "bytes_written": self.bytes_written,
-            "bytes_to_read": sum(t.rewritten_bytes for t in self.tasks)
-            + sum(f.file_size for m in self.moves for f in m.files),
-            "seconds": round(self.seconds, 3),
-        }
-
     def summary(self) -> str:
         """One line for the run, then one per bucket task."""
         if not self.tasks and not self.moves:
@@ -238,7 +260,7 @@ class CompactionResult:
                 f"(base {self.base_snapshot_id}) in {self.seconds:.2f} s, "
                 f"{self.bytes_read} bytes read, {self.bytes_written} bytes written"
             )
-        units = self._units()
+        units = self.units
         for unit, task in zip(units, self.tasks, strict=True):
             unit["partition_label"] = task.partition.label()
         moves = [
@@ -385,7 +407,6 @@ def execute_compaction(
 
 
 def compact_table(
-    table: FileStoreTable,
     ref: TableRef,
     *,
     full: bool = False,
@@ -395,10 +416,31 @@ def compact_table(
 ) -> CompactionResult:
     """Plan (Paimon's pick per bucket, or full) and, unless dry_run, run and commit it.
 
-    Raises InvalidArgumentError (a partition key the table lacks), InvalidOptionError (malformed or
-    contradictory table options), UnsupportedLayoutError (a Paimon mode we do not compact); not
-    input: CommitConflictError, CorruptMetadataError, TransientStoreError.
+    The table is opened through `ref`, which executors in other processes (Spark) reopen too.
+    Raises InvalidArgumentError (`ref` is not a TableRef, a partition key the table lacks),
+    TableNotFoundError and the other errors of opening a table, InvalidOptionError (malformed
+    or contradictory table options), UnsupportedLayoutError (a Paimon mode we do not compact);
+    not input: CommitConflictError, CorruptMetadataError, TransientStoreError.
     """
+    if not isinstance(ref, TableRef):
+        raise InvalidArgumentError(
+            f"compact_table takes a TableRef (TableRef.of(warehouse, 'db.table')), got {ref!r}"
+        )
+    return compact_open_table(
+        ref.open(), ref, full=full, partition=partition, executor=executor, dry_run=dry_run
+    )
+
+
+def compact_open_table(
+    table: FileStoreTable,
+    ref: TableRef,
+    *,
+    full: bool = False,
+    partition: Mapping[str, str] | None = None,
+    executor: TaskExecutor | None = None,
+    dry_run: bool = False,
+) -> CompactionResult:
+    """compact_table on a table the caller holds open (`ref` must reopen the same table)."""
     check_supported_layout(table.table_schema, operation=COMPACTION)  # before reading levels
     return run_planned(
         lambda: plan_compaction(

@@ -8,21 +8,10 @@ from typing import TYPE_CHECKING
 
 from dagster_paimon.lsm.model.runs import LevelSortedRun, run_size
 from dagster_paimon.options import POSTPONE_BUCKET
-from dagster_paimon.results import Metrics
+from dagster_paimon.results import DETAIL, METRIC, Reported
 
 if TYPE_CHECKING:
     from dagster_paimon.lsm.model.levels import Levels
-
-SNAPSHOT_ID = "snapshot_id"
-FILES = "files"
-TOTAL_BYTES = "total_bytes"
-MAX_SORTED_RUNS = "max_sorted_runs"
-MEAN_SORTED_RUNS = "mean_sorted_runs"
-MAX_SIZE_AMP = "max_size_amplification_percent"
-DELETED_ROWS = "deleted_rows"
-LEVEL0_FILES = "level0_files"
-POSTPONED_FILES = "postponed_files"
-POSTPONED_ROWS = "postponed_rows"
 
 
 def size_amplification_percent(runs: list[LevelSortedRun]) -> float:
@@ -36,7 +25,7 @@ def size_amplification_percent(runs: list[LevelSortedRun]) -> float:
 
 
 @dataclass(frozen=True)
-class BucketHealth:
+class BucketHealth(Reported):
     """Metrics of one LSM tree."""
 
     partition: dict[str, str]
@@ -49,6 +38,19 @@ class BucketHealth:
     size_amplification_percent: float
     rows: int = 0
     deleted_rows: int = 0
+
+    FIELDS = {
+        "partition": DETAIL,
+        "bucket": DETAIL,
+        "files": METRIC,
+        "total_bytes": METRIC,
+        "level0_files": METRIC,
+        "sorted_runs": METRIC,
+        "levels": DETAIL,
+        "size_amplification_percent": METRIC,
+        "rows": METRIC,
+        "deleted_rows": METRIC,
+    }
 
     @classmethod
     def of(
@@ -81,21 +83,6 @@ class BucketHealth:
             deleted_rows=sum((deleted or {}).values()),
         )
 
-    def to_dict(self) -> dict:
-        """One bucket of the health JSON."""
-        return {
-            "partition": dict(self.partition),
-            "bucket": self.bucket,
-            "files": self.files,
-            "total_bytes": self.total_bytes,
-            "level0_files": self.level0_files,
-            "sorted_runs": self.sorted_runs,
-            "levels": dict(self.levels),
-            "size_amplification_percent": self.size_amplification_percent,
-            "rows": self.rows,
-            "deleted_rows": self.deleted_rows,
-        }
-
     @property
     def postponed(self) -> bool:
         """Whether this is a postpone bucket: parked files, not an LSM tree."""
@@ -106,63 +93,82 @@ class BucketHealth:
         return ",".join(f"{k}={v}" for k, v in self.partition.items()) or "-"
 
 
+@dataclass(frozen=True, kw_only=True)
+class HealthTotals(Reported):
+    """A table's health summed over its buckets: what sensors and checks act on.
+
+    Postpone buckets count as files, bytes and rows, and as the postponed backlog; the LSM
+    figures (buckets, level 0, sorted runs, amplification) cover real buckets only. Maxima are 0
+    for an empty table.
+    """
+
+    buckets: int
+    files: int
+    total_bytes: int
+    level0_files: int
+    max_sorted_runs: int
+    mean_sorted_runs: float
+    max_size_amplification_percent: float
+    rows: int
+    deleted_rows: int
+    postponed_files: int
+    postponed_rows: int
+
+    FIELDS = {
+        "buckets": DETAIL,
+        "files": METRIC,
+        "total_bytes": METRIC,
+        "level0_files": METRIC,
+        "max_sorted_runs": METRIC,
+        "mean_sorted_runs": METRIC,
+        "max_size_amplification_percent": METRIC,
+        "rows": DETAIL,
+        "deleted_rows": METRIC,
+        "postponed_files": METRIC,
+        "postponed_rows": METRIC,
+    }
+
+    @classmethod
+    def of(cls, buckets: list[BucketHealth]) -> HealthTotals:
+        """Sum the buckets' figures."""
+        trees = [b for b in buckets if not b.postponed]
+        parked = [b for b in buckets if b.postponed]
+        runs = [b.sorted_runs for b in trees]
+        return cls(
+            buckets=len(trees),
+            files=sum(b.files for b in buckets),
+            total_bytes=sum(b.total_bytes for b in buckets),
+            level0_files=sum(b.level0_files for b in trees),
+            max_sorted_runs=max(runs, default=0),
+            mean_sorted_runs=round(sum(runs) / len(runs), 2) if runs else 0.0,
+            max_size_amplification_percent=max(
+                (b.size_amplification_percent for b in trees), default=0.0
+            ),
+            rows=sum(b.rows for b in buckets),
+            deleted_rows=sum(b.deleted_rows for b in buckets),
+            postponed_files=sum(b.files for b in parked),
+            postponed_rows=sum(b.rows for b in parked),
+        )
+
+
 @dataclass(frozen=True)
-class TableHealth:
-    """Health of every bucket of a table and an aggregate the sensors act on."""
+class TableHealth(Reported):
+    """Health of every bucket of a table and the totals the sensors act on."""
 
     table: str
     snapshot_id: int | None
     buckets: list[BucketHealth]
 
+    FIELDS = {"table": DETAIL, "snapshot_id": METRIC, "buckets": DETAIL, "totals": METRIC}
+
+    @property
+    def totals(self) -> HealthTotals:
+        """The buckets' figures summed (their metrics are the table's)."""
+        return HealthTotals.of(self.buckets)
+
     def aggregate(self) -> dict:
-        """Aggregates over buckets; maxima are 0 for an empty table.
-
-        Postpone buckets count as files, bytes and rows, and as the postponed backlog; the
-        LSM figures (buckets, level 0, sorted runs, amplification) cover real buckets only.
-        """
-        trees = [b for b in self.buckets if not b.postponed]
-        parked = [b for b in self.buckets if b.postponed]
-        runs = [b.sorted_runs for b in trees]
-        return {
-            "buckets": len(trees),
-            "files": sum(b.files for b in self.buckets),
-            "total_bytes": sum(b.total_bytes for b in self.buckets),
-            "level0_files": sum(b.level0_files for b in trees),
-            "max_sorted_runs": max(runs, default=0),
-            "mean_sorted_runs": round(sum(runs) / len(runs), 2) if runs else 0.0,
-            "max_size_amplification_percent": max(
-                (b.size_amplification_percent for b in trees), default=0.0
-            ),
-            "rows": sum(b.rows for b in self.buckets),
-            "deleted_rows": sum(b.deleted_rows for b in self.buckets),
-            "postponed_files": sum(b.files for b in parked),
-            "postponed_rows": sum(b.rows for b in parked),
-        }
-
-    def metrics(self) -> Metrics:
-        """Flat metrics for orchestration UIs to show and plot."""
-        aggregate = self.aggregate()
-        return {
-            SNAPSHOT_ID: self.snapshot_id,
-            FILES: aggregate["files"],
-            TOTAL_BYTES: aggregate["total_bytes"],
-            MAX_SORTED_RUNS: aggregate["max_sorted_runs"],
-            MEAN_SORTED_RUNS: aggregate["mean_sorted_runs"],
-            MAX_SIZE_AMP: aggregate["max_size_amplification_percent"],
-            LEVEL0_FILES: aggregate["level0_files"],
-            DELETED_ROWS: aggregate["deleted_rows"],
-            POSTPONED_FILES: aggregate["postponed_files"],
-            POSTPONED_ROWS: aggregate["postponed_rows"],
-        }
-
-    def to_dict(self) -> dict:
-        """The health JSON of the CLI contract."""
-        return {
-            "table": self.table,
-            "snapshot_id": self.snapshot_id,
-            "buckets": [b.to_dict() for b in self.buckets],
-            "summary": self.aggregate(),
-        }
+        """The totals as a dict, as checks and tests index them."""
+        return self.totals.to_dict()
 
     def summary(self) -> str:
         """A readable table per bucket followed by the aggregate."""

@@ -14,7 +14,7 @@ from pypaimon.schema.data_types import AtomicType, DataField, MapType
 from dagster_paimon.errors import InvalidOptionError, UnsupportedLayoutError
 from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan
 from dagster_paimon.io.fileindex.mapentry import entry_values
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction.compact import compact_open_table
 from dagster_paimon.table import TableRef, TableSpec, create_table
 from tests.conftest import write_with_pypaimon
 from tests.io.fileindex.reader import RangeBitmap, bitmap_rows, sections
@@ -142,7 +142,7 @@ def test_compaction_outputs_index_each_key_of_their_rows_and_read_back(warehouse
             rows.append({"id": key, "attrs": attrs})
             model[key] = {"id": key, "attrs": attrs}
         write_with_pypaimon(table, pa.Table.from_pylist(rows, schema=SCHEMA))
-    compact_table(table, TableRef(warehouse, "db.t"), full=True)
+    compact_open_table(table, TableRef(warehouse, "db.t"), full=True)
 
     def normal(rows):
         return [{**r, "attrs": None if r["attrs"] is None else sorted(r["attrs"])} for r in rows]

@@ -20,8 +20,7 @@ from dagster_paimon.io.fileindex.values import java_type
 from dagster_paimon.io.paths import bucket_file_path
 from dagster_paimon.io.write import COMPACT_FILE_SOURCE
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.orphans import remove_orphans
+from tests.hooks import expire_snapshots, remove_orphans
 from tests.io.fileindex.reader import bitmap_rows, bloom_may_contain, bsi_values, sections
 from tests.lsm.tables import cdc_table, compact
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, append, history, later_ms

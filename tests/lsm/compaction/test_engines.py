@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pytest
 
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction.compact import compact_open_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, TableSpec, create_table
 from tests.conftest import write_with_pypaimon
@@ -128,7 +128,7 @@ def test_engine_reads_the_same_before_and_after_minor_and_full_compaction(wareho
     visible_before = [] if engine == "first-row" else expected(model)
     assert sorted_rows(read_rows(table), ("id",)) == visible_before
 
-    minor = compact_table(table, ref)
+    minor = compact_open_table(table, ref)
     assert minor.snapshot_id is not None
     health = read_levels(table).health().aggregate()
     assert health["max_sorted_runs"] <= 3
@@ -137,7 +137,7 @@ def test_engine_reads_the_same_before_and_after_minor_and_full_compaction(wareho
     assert sorted_rows(read_rows(table), ("id",)) == expected(model)
 
     write(table, model, apply, rng, range(5, 8), kinds)
-    full = compact_table(table, ref, full=True)
+    full = compact_open_table(table, ref, full=True)
     assert full.snapshot_id is not None
     for bucket in read_levels(table).buckets:
         assert bucket.levels.number_of_sorted_runs() == 1

@@ -16,9 +16,8 @@ from dagster_paimon.errors import InvalidOptionError, UnsupportedLayoutError
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.external import entropy_dirs
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.maintenance.expire import expire_snapshots
-from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.table import open_catalog, open_table
+from tests.hooks import expire_snapshots, remove_orphans
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, SCHEMA, cdc_batch, cdc_table, compact, write_history
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, later_ms

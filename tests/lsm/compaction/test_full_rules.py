@@ -22,7 +22,7 @@ KEY = ("dt", "id")
 def compact(warehouse: str, *, full: bool):
     """One compaction of db.orders, as the CLI runs it."""
     ref = TableRef.of(warehouse, "db.orders")
-    return compact_table(open_table(warehouse, "db.orders"), ref, full=full)
+    return compact_table(ref, full=full)
 
 
 def live(warehouse: str) -> dict[str, int]:

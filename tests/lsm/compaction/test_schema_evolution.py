@@ -18,7 +18,7 @@ from pypaimon_rust.datafusion import SQLContext
 from dagster_paimon.errors import SchemaMismatchError
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.kv import value_schema
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table
 from tests.conftest import write_with_pypaimon
@@ -95,7 +95,7 @@ def test_files_of_older_schemas_compact_into_the_latest(warehouse, paimon_java, 
     model = normalized([evolve(r) for r in OLD_ROWS])
     model.update(normalized(new_rows))
 
-    result = compact_table(table, TableRef(warehouse, "db.t"), full=True)
+    result = compact_open_table(table, TableRef(warehouse, "db.t"), full=True)
     assert result.snapshot_id is not None
     table = open_table(warehouse, "db.t")
     files = [f for b in read_levels(table).buckets for f in b.levels.all_files()]

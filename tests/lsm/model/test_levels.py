@@ -158,7 +158,7 @@ def test_empty_table_has_no_snapshot_and_no_buckets(warehouse):
 
     levels = read_levels(create_table(warehouse, orders_spec()))
     assert levels.snapshot_id is None
-    assert levels.health().to_dict()["summary"]["max_sorted_runs"] == 0
+    assert levels.health().to_dict()["totals"]["max_sorted_runs"] == 0
 
 
 def test_num_levels_comes_from_table_options(warehouse):

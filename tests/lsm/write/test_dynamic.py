@@ -132,7 +132,7 @@ def test_ingest_keeps_paimon_hash_index_with_pypaimon(warehouse):
     assert {k: final[k] for k in after} == after
     readers_agree(warehouse, model)
 
-    compact_table(open_table(warehouse, "db.t"), TableRef(warehouse, "db.t"), full=True)
+    compact_table(TableRef(warehouse, "db.t"), full=True)
     assert layout(warehouse) == final, "compaction leaves keys and indexes where they are"
     readers_agree(warehouse, model)
 

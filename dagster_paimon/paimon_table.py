@@ -1,0 +1,317 @@
+"""PaimonTable: one object for a primary-key table and every operation dagster-paimon runs on it.
+
+It sits above the engine (ingest, lsm, maintenance, discovery) and below the adapters, so the
+CLI, Dagster and Spark code can use it and it never needs Spark or Dagster. Each operation
+reloads the table through the catalog first (one schema read): a long-lived object sees
+snapshots and schema changes other writers committed since it was opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Literal
+
+import pyarrow as pa
+from pypaimon.catalog.catalog import Catalog
+from pypaimon.schema.data_types import PyarrowFieldParser
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.errors import InvalidArgumentError
+from dagster_paimon.ingest.arrow import MODES, ingest_arrow
+from dagster_paimon.ingest.result import IngestResult
+from dagster_paimon.lsm.compaction import (
+    CompactionResult,
+    LocalExecutor,
+    TaskExecutor,
+    compact_open_table,
+)
+from dagster_paimon.lsm.model.health import TableHealth
+from dagster_paimon.lsm.model.levels import TableLevels, read_levels
+from dagster_paimon.maintenance.doctor import DoctorResult, doctor
+from dagster_paimon.maintenance.expire import ExpiryResult, expire_changelogs, expire_snapshots
+from dagster_paimon.maintenance.manifests import ManifestCompactionResult, compact_manifests
+from dagster_paimon.maintenance.orphans import OrphanResult, remove_orphans
+from dagster_paimon.table import (
+    TableRef,
+    TableSpec,
+    create_table,
+    get_table,
+    open_catalog,
+    parse_identifier,
+)
+
+IngestMode = Literal["append", "overwrite"]
+Executor = Literal["local"] | TaskExecutor
+
+
+class PaimonTable:
+    """A Paimon primary-key table: its layout, and ingest, health, compaction and maintenance.
+
+    Get one with `PaimonTable.open` or `PaimonTable.create`; `paimon` is pypaimon's own table
+    object for anything this class does not cover (reading rows, for one).
+    """
+
+    def __init__(self, ref: TableRef, catalog: Catalog, table: FileStoreTable):
+        """Use `open` or `create`: they check the warehouse and the table first."""
+        self._ref = ref
+        self._catalog = catalog
+        self._table = table
+
+    def __repr__(self) -> str:
+        """The table's reference, secret catalog options masked."""
+        return f"PaimonTable({self._ref!r})"
+
+    @classmethod
+    def open(
+        cls, warehouse: str, identifier: str, catalog_options: Mapping[str, str] | None = None
+    ) -> PaimonTable:
+        """Open an existing primary-key table, so that every way of not finding it is typed.
+
+        Raises InvalidArgumentError (an identifier not shaped DB.TABLE),
+        WarehouseUnreachableError and its S3 subclasses (MissingCredentialsError,
+        InvalidCredentialsError, AccessDeniedError, BucketNotFoundError,
+        EndpointUnreachableError, UnsupportedWarehouseError), DatabaseNotFoundError,
+        TableNotFoundError, InvalidTableSpecError (a table without a primary key).
+        """
+        _check_identifier(identifier)
+        ref = TableRef.of(warehouse, identifier, catalog_options)
+        catalog = open_catalog(warehouse, catalog_options)
+        return cls(ref, catalog, get_table(catalog, identifier))
+
+    @classmethod
+    def create(
+        cls, warehouse: str, spec: TableSpec, catalog_options: Mapping[str, str] | None = None
+    ) -> PaimonTable:
+        """Create the table (and its database) unless it exists; an existing one must match.
+
+        Idempotent, so a pipeline can call it on every run. Raises InvalidTableSpecError (the
+        spec contradicts itself or Paimon's rules), SchemaMismatchError (the table exists with
+        other columns, keys or bucket count), WarehouseUnreachableError and its S3 subclasses.
+        """
+        create_table(warehouse, spec, catalog_options)
+        return cls.open(warehouse, spec.identifier, catalog_options)
+
+    @property
+    def identifier(self) -> str:
+        """The 'db.table' name."""
+        return self._ref.identifier
+
+    @property
+    def warehouse(self) -> str:
+        """The warehouse URI the table was opened in."""
+        return self._ref.warehouse
+
+    @property
+    def ref(self) -> TableRef:
+        """How another process (a Spark executor, a retry) reopens this table."""
+        return self._ref
+
+    @property
+    def paimon(self) -> FileStoreTable:
+        """pypaimon's table, reloaded so its schema is the latest: the escape hatch."""
+        self._table = get_table(self._catalog, self.identifier)
+        return self._table
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns as Arrow types, as ingest_arrow expects its data."""
+        return PyarrowFieldParser.from_paimon_schema(self.paimon.table_schema.fields)
+
+    @property
+    def primary_keys(self) -> tuple[str, ...]:
+        """The primary key columns (partition keys included, as Paimon declares them)."""
+        return tuple(self.paimon.table_schema.primary_keys)
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        """The partition columns; empty for an unpartitioned table."""
+        return tuple(self.paimon.table_schema.partition_keys)
+
+    @property
+    def options(self) -> dict[str, str]:
+        """The table's options (bucket, merge-engine, snapshot.* ...) as stored in its schema."""
+        return dict(self.paimon.table_schema.options)
+
+    def ingest_arrow(self, data: pa.Table, *, mode: IngestMode = "append") -> IngestResult:
+        """Write `data` as level-0 files in one APPEND (or OVERWRITE) snapshot, without Spark.
+
+        Overwrite replaces exactly the partitions `data` has rows in (the whole table if it is
+        unpartitioned). Raises InvalidArgumentError (a mode other than append or overwrite,
+        data that is not a pyarrow Table), SchemaMismatchError (missing, unknown or narrowed
+        columns), UnsupportedLayoutError (a table mode we do not write); nothing is written.
+        """
+        if mode not in MODES:
+            raise InvalidArgumentError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        if not isinstance(data, pa.Table):
+            raise InvalidArgumentError(f"data must be a pyarrow.Table, got {type(data).__name__}")
+        return ingest_arrow(self.paimon, data, mode=mode)
+
+    def levels(
+        self, *, snapshot_id: int | None = None, partition: Mapping[str, str] | None = None
+    ) -> TableLevels:
+        """The sorted runs of every bucket (of one partition), from metadata only.
+
+        Raises InvalidArgumentError (a partition spec naming columns that are not partition
+        keys), SnapshotNotFoundError (a snapshot_id never written or already expired).
+        """
+        table = self.paimon
+        return read_levels(table, snapshot_id, _partition(table, partition))
+
+    def health(self, *, partition: Mapping[str, str] | None = None) -> TableHealth:
+        """Sorted runs and size amplification per bucket: what decides a compaction.
+
+        The same report as `dagster-paimon health`. Raises InvalidArgumentError (a partition
+        spec naming columns that are not partition keys).
+        """
+        return self.levels(partition=partition).health()
+
+    def compact(
+        self,
+        *,
+        full: bool = False,
+        partition: Mapping[str, str] | None = None,
+        executor: Executor = "local",
+        dry_run: bool = False,
+    ) -> CompactionResult:
+        """Compact as Paimon would (or fully), so readers merge fewer sorted runs.
+
+        `executor` is "local" (this process) or a TaskExecutor, e.g.
+        `dagster_paimon.spark.executor.SparkExecutor(spark)` to rewrite buckets on Spark.
+        Raises InvalidArgumentError (an unknown executor, a partition spec naming columns that
+        are not partition keys), InvalidOptionError (table options Paimon cannot compact),
+        UnsupportedLayoutError (a table mode we do not compact); CommitConflictError when
+        another commit replaced the same files (nothing of this one is committed).
+        """
+        table = self.paimon
+        return compact_open_table(
+            table,
+            self._ref,
+            full=full,
+            partition=_partition(table, partition),
+            executor=_executor(executor),
+            dry_run=dry_run,
+        )
+
+    def expire_snapshots(
+        self,
+        *,
+        older_than: timedelta | None = None,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        max_deletes: int | None = None,
+        dry_run: bool = False,
+    ) -> ExpiryResult:
+        """Delete old snapshots and the files only they use, so storage stops growing.
+
+        None keeps the table's own option: snapshot.time-retained, snapshot.num-retained.min,
+        snapshot.num-retained.max, snapshot.expire.limit. Tags, consumers and branches keep
+        theirs. Raises InvalidArgumentError (a negative duration, a count below 1, retain_max
+        below retain_min), InvalidOptionError (malformed snapshot.* options).
+        """
+        return expire_snapshots(
+            self.paimon,
+            older_than=older_than,
+            retain_min=retain_min,
+            retain_max=retain_max,
+            max_deletes=max_deletes,
+            dry_run=dry_run,
+        )
+
+    def expire_changelogs(
+        self,
+        *,
+        older_than: timedelta | None = None,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        max_deletes: int | None = None,
+        dry_run: bool = False,
+    ) -> ExpiryResult:
+        """Delete long-lived changelogs past their retention (changelog.*, else snapshot.*).
+
+        None keeps the table's own option: changelog.time-retained,
+        changelog.num-retained.min/max, snapshot.expire.limit. Raises InvalidArgumentError (a
+        negative duration, a count below 1, retain_max below retain_min), InvalidOptionError
+        (malformed changelog.* or snapshot.* options).
+        """
+        return expire_changelogs(
+            self.paimon,
+            older_than=older_than,
+            retain_min=retain_min,
+            retain_max=retain_max,
+            max_deletes=max_deletes,
+            dry_run=dry_run,
+        )
+
+    def compact_manifests(
+        self, *, full: bool = False, dry_run: bool = False
+    ) -> ManifestCompactionResult:
+        """Merge small manifests (by the manifest.* options, or all with full) so planning
+        reads fewer files.
+
+        Raises InvalidOptionError (malformed manifest.* options), UnsupportedLayoutError (a
+        table mode we do not handle).
+        """
+        return compact_manifests(self.paimon, full=full, dry_run=dry_run)
+
+    def remove_orphans(
+        self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = False
+    ) -> OrphanResult:
+        """Delete files no snapshot, tag, changelog or branch references, older than
+        `older_than`: what crashed writers and compactions leave behind.
+
+        Raises InvalidArgumentError (`older_than` not positive: younger files may belong to a
+        commit in flight), MaintenanceAbortedError (a branch without a schema; nothing is
+        deleted).
+        """
+        return remove_orphans(self.paimon, older_than=older_than, dry_run=dry_run)
+
+    def doctor(self, *, repair: bool = False) -> DoctorResult:
+        """Check every snapshot and tag can be read; with repair, roll back an unreadable
+        newest run of snapshots (never deleting a manifest or data file).
+
+        An unhealthy table is reported (`healthy` is False), not raised. Raises
+        RepairRefusedError (repair asked for where a rollback cannot cure the table) and
+        StaleMaintenancePlanError (a commit landed between diagnosis and repair); nothing is
+        changed then.
+        """
+        return doctor(self.paimon, repair=repair)
+
+
+def _check_identifier(identifier: str) -> None:
+    """DB.TABLE, or an InvalidArgumentError before anything is opened."""
+    if not isinstance(identifier, str):
+        raise InvalidArgumentError(f"identifier must be a 'db.table' string, got {identifier!r}")
+    try:
+        parse_identifier(identifier)
+    except ValueError as e:
+        raise InvalidArgumentError(str(e)) from e
+
+
+def _partition(table: FileStoreTable, partition: Mapping[str, str] | None) -> dict[str, str] | None:
+    """A partition spec over the table's partition keys, values as strings."""
+    if partition is None:
+        return None
+    if not isinstance(partition, Mapping):
+        raise InvalidArgumentError(
+            f"partition must be a mapping of column to value, got {partition!r}"
+        )
+    unknown = sorted(set(partition) - set(table.partition_keys))
+    if unknown:
+        raise InvalidArgumentError(
+            f"{unknown} are not partition keys of {table.identifier.get_full_name()} "
+            f"(partition keys: {list(table.partition_keys) or 'none'})"
+        )
+    return {str(k): str(v) for k, v in partition.items()}
+
+
+def _executor(executor: Executor) -> TaskExecutor:
+    """The executor compaction tasks run on."""
+    if executor == "local":
+        return LocalExecutor()
+    if not isinstance(executor, str) and callable(getattr(executor, "run", None)):
+        return executor  # a TaskExecutor (a Protocol: checked by its run method)
+    raise InvalidArgumentError(
+        f"executor must be 'local' or a TaskExecutor (SparkExecutor(spark) for Spark), "
+        f"got {executor!r}"
+    )
