@@ -64,10 +64,15 @@ def quick_start(heading: str, lang: str, warehouse: str) -> str:
     return quick_starts()[(heading, lang)].replace(PLACEHOLDER, warehouse)
 
 
-def cli_lines() -> list[str]:
-    """The CLI block's commands, comments and blank lines left out."""
+def cli_block_lines() -> list[str]:
+    """The CLI block's lines, comments and blank lines left out."""
     lines = [line.split(" #")[0].strip() for line in quick_starts()[("CLI", "bash")].splitlines()]
     return [line for line in lines if line and not line.startswith("#")]
+
+
+def cli_lines() -> list[str]:
+    """The CLI block's commands (its `export` sets what the `orders` fixture sets)."""
+    return [line for line in cli_block_lines() if not line.startswith("export ")]
 
 
 @pytest.fixture
@@ -94,6 +99,8 @@ def test_the_quick_start_section_has_the_three_blocks():
         ("CLI", "bash"),
     }
     assert all(line.startswith("dagster-paimon ") for line in cli_lines())
+    exports = [line for line in cli_block_lines() if line.startswith("export ")]
+    assert exports == [f"export PAIMON_WAREHOUSE={PLACEHOLDER}"]
 
 
 def test_python_quick_start(warehouse, monkeypatch, capsys):
