@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 from click.core import ParameterSource
@@ -566,6 +566,52 @@ def expire_changelogs(shared: Shared, **flags: Any) -> tuple[dict, str]:
 
 
 @command(
+    "expire-partitions",
+    "drop partitions past partition.expiration-time",
+    "dagster-paimon expire-partitions --table db.orders --older-than 30d --dry-run",
+)
+@click.option(
+    "--older-than",
+    type=Duration(),
+    help="drop partitions older than this (default: partition.expiration-time)",
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(["values-time", "update-time"]),
+    help="partition time from its values, or its last file creation "
+    "(default: partition.expiration-strategy, else values-time)",
+)
+@click.option(
+    "--max-num",
+    type=COUNT,
+    metavar="N",
+    help="drop at most N partitions (default: partition.expiration-max-num, else 100)",
+)
+@click.option("--dry-run", is_flag=True, help="list, drop nothing")
+def expire_partitions(
+    shared: Shared,
+    older_than: timedelta | None,
+    strategy: Literal["values-time", "update-time"] | None,  # click.Choice checked it
+    max_num: int | None,
+    dry_run: bool,
+) -> tuple[dict, str]:
+    """Drop expired partitions in an OVERWRITE snapshot, as Paimon's partition expiry does,
+    by the table's partition.* options, the flags given replacing them for this run. The
+    files go later with expire-snapshots. partition.expiration-check-interval only paces
+    Java's check after each commit: this command always checks."""
+    from dagster_paimon.maintenance.partitions import expire_partitions
+
+    result = expire_partitions(
+        table_of(shared),
+        expiration_time=older_than,
+        strategy=strategy,
+        max_num=max_num,
+        dry_run=dry_run,
+    )
+    return result.to_dict(), result.summary()
+
+
+@command(
     "compact-manifests",
     "merge small manifests",
     "dagster-paimon compact-manifests --table db.orders --full",
@@ -758,6 +804,7 @@ for _command in (
     ingest,
     expire_snapshots,
     expire_changelogs,
+    expire_partitions,
     compact_manifests,
     remove_orphans,
     doctor,

@@ -32,6 +32,11 @@ from dagster_paimon.maintenance.doctor import DoctorResult, doctor
 from dagster_paimon.maintenance.expire import ExpiryResult, expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import ManifestCompactionResult, compact_manifests
 from dagster_paimon.maintenance.orphans import OrphanResult, remove_orphans
+from dagster_paimon.maintenance.partitions import (
+    PartitionExpiryResult,
+    Strategy,
+    expire_partitions,
+)
 from dagster_paimon.table import (
     TableRef,
     TableSpec,
@@ -240,6 +245,33 @@ class PaimonTable:
             retain_min=retain_min,
             retain_max=retain_max,
             max_deletes=max_deletes,
+            dry_run=dry_run,
+        )
+
+    def expire_partitions(
+        self,
+        *,
+        expiration_time: timedelta | None = None,
+        strategy: Strategy | None = None,
+        max_num: int | None = None,
+        dry_run: bool = False,
+    ) -> PartitionExpiryResult:
+        """Drop partitions older than the expiration time in one OVERWRITE snapshot, as
+        Paimon's partition expiry does (their files go later, with snapshot expiry).
+
+        None keeps the table's own option: partition.expiration-time (required somewhere),
+        partition.expiration-strategy (values-time or update-time),
+        partition.expiration-max-num. Partitions whose time cannot be read are skipped and
+        listed in `skipped_partitions`. Raises InvalidArgumentError (no expiration time, a
+        negative one, an unknown strategy, max_num below 1), InvalidOptionError (malformed
+        partition.* options, a timestamp formatter we cannot read), InvalidTableSpecError (an
+        unpartitioned table).
+        """
+        return expire_partitions(
+            self.paimon,
+            expiration_time=expiration_time,
+            strategy=strategy,
+            max_num=max_num,
             dry_run=dry_run,
         )
 

@@ -53,7 +53,15 @@ INGEST = "ingest"
 EXPIRY = "expiry"
 MANIFEST_COMPACTION = "manifest compaction"
 ORPHAN_REMOVAL = "orphan removal"
-OPERATIONS = (COMPACTION, INGEST, EXPIRY, MANIFEST_COMPACTION, ORPHAN_REMOVAL)
+PARTITION_EXPIRY = "partition expiry"
+OPERATIONS = (
+    COMPACTION,
+    INGEST,
+    EXPIRY,
+    MANIFEST_COMPACTION,
+    ORPHAN_REMOVAL,
+    PARTITION_EXPIRY,
+)
 
 PK_CLUSTERING_OVERRIDE = "pk-clustering-override"
 SEQUENCE_SNAPSHOT_ORDERING = "sequence.snapshot-ordering"
@@ -275,12 +283,13 @@ MODES = (
     Unsupported(
         CHAIN_TABLE,
         "1.4",
-        WRITES,
-        "Java's compaction of a chain table keeps delete records at every level, and its "
-        "overwrite commits truncate the partitions of the snapshot branch; we would drop "
-        "deletes and leave the snapshot branch stale",
+        WRITES | {PARTITION_EXPIRY},
+        "Java's compaction of a chain table keeps delete records at every level, its "
+        "overwrite commits truncate the partitions of the snapshot branch, and it expires "
+        "partitions by segments across the snapshot and delta branches; we would drop deletes, "
+        "leave the snapshot branch stale and expire partitions one by one",
         "MergeTreeCompactManagerFactory (forceKeepDelete), ChainTableOverwriteCommitCallback, "
-        "ChainTableCommitPreCallback",
+        "ChainTableCommitPreCallback, ChainTablePartitionExpire",
         _flag(CHAIN_TABLE),
     ),
     Unsupported(

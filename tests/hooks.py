@@ -15,8 +15,15 @@ from pypaimon.table.file_store_table import FileStoreTable
 from dagster_paimon.maintenance.expire import CHANGELOGS, SNAPSHOTS, ExpiryResult, _expire
 from dagster_paimon.maintenance.manifests import _compact_manifests as compact_manifests
 from dagster_paimon.maintenance.orphans import _remove_orphans as remove_orphans
+from dagster_paimon.maintenance.partitions import _expire_partitions as expire_partitions
 
-__all__ = ["compact_manifests", "expire_changelogs", "expire_snapshots", "remove_orphans"]
+__all__ = [
+    "compact_manifests",
+    "expire_changelogs",
+    "expire_partitions",
+    "expire_snapshots",
+    "remove_orphans",
+]
 
 
 def expire_snapshots(table: FileStoreTable, **kwargs: Any) -> ExpiryResult:

@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from pypaimon.common.json_util import JSON
@@ -22,6 +23,7 @@ from dagster_paimon.errors import (
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.maintenance.options import RetentionOverrides
+from dagster_paimon.maintenance.partitions import expire_partitions
 from dagster_paimon.table import TableRef, create_table, open_table
 from dagster_paimon.unsupported import (
     COMPACTION,
@@ -31,6 +33,7 @@ from dagster_paimon.unsupported import (
     MODES,
     OPERATIONS,
     ORPHAN_REMOVAL,
+    PARTITION_EXPIRY,
     check_supported_layout,
 )
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
@@ -52,6 +55,8 @@ def _run(operation: str, warehouse: str) -> object:
         return expire_snapshots(table, overrides=RetentionOverrides(retain_min=1, retain_max=1))
     if operation == MANIFEST_COMPACTION:
         return compact_manifests(table, full=True)
+    if operation == PARTITION_EXPIRY:
+        return expire_partitions(table, expiration_time=timedelta(0))
     now = int(time.time() * 1000) + DAY_MS
     return remove_orphans(table, older_than_ms=1, now_ms=now)
 
