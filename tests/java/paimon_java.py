@@ -261,3 +261,11 @@ class PaimonJava:
         stdin = "".join(json.dumps(check) + "\n" for check in checks)
         out = self._run("file index reader", "FileIndexJava", "test", stdin=stdin)
         return [json.loads(line) for line in out.splitlines() if line.startswith("[")]
+
+    def expire_partitions(self, warehouse: str, database: str, table: str, now: str) -> dict:
+        """Paimon's PartitionExpire of one table at the local time `now` (ISO): the partitions
+        it dropped (null without partition.expiration-time) and the latest snapshot's commit
+        kind afterwards (see PartitionExpireRun.java)."""
+        harness = "org.apache.paimon.operation.PartitionExpireRun"
+        out = self._run("partition expiry", harness, warehouse, database, table, now)
+        return json.loads(out.strip().splitlines()[-1])
