@@ -103,3 +103,24 @@ def test_update_time_same_as_java(tmp_path, request, version):
 
     assert sorted(map(_label, done["expired"])) == sorted(result.expired_partitions)
     assert set(result.expired_partitions) == {"dt=a", "dt=b"}
+
+
+def test_date_partitions_java_skips_and_we_drop(tmp_path, paimon_java):
+    """apache/paimon#6439: Java reads a DATE partition's day number as its time and never
+    expires it; we read the ISO date its directory is named by."""
+    field = pa.field("d", pa.date32(), nullable=False)
+    schema = pa.schema([field, pa.field("id", pa.int64(), False), pa.field("v", pa.string())])
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "java")
+    Path(ours).mkdir()
+    options = {"partition.expiration-time": "2 d"}
+    table = create_table(ours, TableSpec("db", "p", schema, ("d", "id"), 1, ("d",), options))
+    for day in range(1, 6):
+        rows = [{"d": datetime(2024, 1, day).date(), "id": 1, "v": "x"}]
+        write_with_pypaimon(table, pa.Table.from_pylist(rows, schema=schema))
+    shutil.copytree(ours, theirs)
+
+    result = expire_partitions(table, now=NOW)
+    done = paimon_java.expire_partitions(theirs, "db", "p", NOW.isoformat())
+
+    assert result.expired_partitions == tuple(f"d=2024-01-0{d}" for d in range(1, 6))
+    assert not done["expired"]
