@@ -34,6 +34,10 @@ from dagster_paimon.maintenance.deletion import (
     lists_named,
     metadata_to_delete,
 )
+from dagster_paimon.maintenance.directories import (
+    clean_empty_directories,
+    clean_empty_directories_enabled,
+)
 from dagster_paimon.maintenance.options import ExpireConfig, Retention, RetentionOverrides
 from dagster_paimon.maintenance.references import collect_used, referrers
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timedelta_ms
@@ -492,6 +496,8 @@ def _execute(meta: TableMetadata, plan: ExpiryPlan) -> ExpiryResult:
     data = _unused(plan.data_files, in_use, "data files")
     metadata = _unused(plan.metadata_files, in_use, "metadata files")
     deleted_data = delete_logged(files, data, "data files")
+    if clean_empty_directories_enabled(meta.table.table_schema.options):
+        clean_empty_directories(meta.root, data)
     failpoint(DATA_FILES_EXPIRED)
     deleted_metadata = delete_logged(files, metadata, "metadata files")
     failpoint(METADATA_EXPIRED)

@@ -239,10 +239,14 @@ def test_max_num_and_batches(warehouse):
     _assert_rows(table, [r for r in rows if r["dt"] not in dropped])
 
 
-def test_snapshot_expiry_then_removes_the_dropped_files(warehouse):
-    schema = _schema(DT)
-    table = _table(warehouse, schema, ("dt",))
-    rows = _write(table, schema, [{"dt": d} for d in DAYS[:4]])
+@pytest.mark.parametrize("clean", [False, True])
+def test_snapshot_expiry_then_removes_the_dropped_files(warehouse, clean):
+    hour = pa.field("hour", pa.string(), nullable=False)
+    schema = _schema(DT, hour)
+    options = {"snapshot.clean-empty-directories": "true"} if clean else {}
+    table = _table(warehouse, schema, ("dt", "hour"), **options)
+    parts = [{"dt": d, "hour": h} for d in DAYS[:3] for h in ("01", "02")]
+    rows = _write(table, schema, parts)
     files_before = data_files_on_disk(table)
 
     expire_partitions(table, expiration_time=timedelta(days=8, hours=13), now=NOW)
@@ -253,9 +257,13 @@ def test_snapshot_expiry_then_removes_the_dropped_files(warehouse):
     kept = [r for r in rows if r["dt"] != "2024-01-01"]
     _assert_rows(table, kept)
     on_disk = data_files_on_disk(table)
-    assert on_disk < files_before and len(files_before - on_disk) == 1
+    assert on_disk < files_before and len(files_before - on_disk) == 2
     root = table.table_path.rstrip("/")
-    assert not os.listdir(f"{root}/dt=2024-01-01/bucket-0")
+    if clean:  # bucket, hour and day directories of the dropped day are gone
+        assert not os.path.exists(f"{root}/dt=2024-01-01")
+    else:  # as Java leaves them by default
+        assert os.listdir(f"{root}/dt=2024-01-01/hour=01/bucket-0") == []
+    assert os.listdir(f"{root}/dt=2024-01-02/hour=01/bucket-0")
 
 
 def test_unparseable_values_are_skipped_and_named(warehouse):
