@@ -2,8 +2,9 @@
 
     python -m tests.crash_child <op> <warehouse> <json args>
 
-ops: compact, ingest, overwrite, expire, compact-manifests, remove-orphans, `writer` (a
-pypaimon upsert loop printing one JSON line per acknowledged commit, for the stress test),
+ops: compact, ingest, overwrite, expire, compact-manifests, expire-partitions, remove-orphans,
+`writer` (a pypaimon upsert loop printing one JSON line per acknowledged commit, for the stress
+test),
 `racing-ingest` (an ingest during which pypaimon commits `rival` rows, after the ingest read its
 base snapshot and wrote its files) and `ingests` (several ingests in a row, started when the
 parent creates `go` in the `gate` directory).
@@ -49,6 +50,7 @@ OPS = (
     "overwrite",
     "expire",
     "compact-manifests",
+    "expire-partitions",
     "remove-orphans",
     "writer",
     "racing-ingest",
@@ -198,6 +200,17 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
 
         result = compact_manifests(table, full=bool(args.get("full", True)))
         return {"snapshot_id": result.snapshot_id}
+    if op == "expire-partitions":
+        from datetime import datetime, timedelta
+
+        from tests.hooks import expire_partitions
+
+        result = expire_partitions(
+            table,
+            expiration_time=timedelta(hours=args["expiration_hours"]),
+            now=datetime.fromisoformat(args["now"]),
+        )
+        return {"expired": list(result.expired_partitions), "snapshot_id": result.snapshot_id}
     if op == "remove-orphans":
         from tests.hooks import remove_orphans
 

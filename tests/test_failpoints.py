@@ -45,6 +45,8 @@ from tests.tablefiles import (
 KEY = ("dt", "id")
 DAY1, DAY2 = "2024-01-01", "2024-01-02"
 WRITE_KINDS = ("APPEND", "OVERWRITE")
+# operations whose snapshot changes the rows (partition expiry drops DAY1)
+CHANGES_ROWS = ("ingest", "overwrite", "expire-partitions")
 RETAINED = 2  # expiry keeps the newest two snapshots (6 and 7) and expires 1-5
 EXPIRE_ARGS = {
     "retention": {
@@ -62,6 +64,7 @@ MATRIX = [
     *[("ingest", f) for f in WRITE_STEPS],
     *[("overwrite", f) for f in WRITE_STEPS],
     *[("compact-manifests", f) for f in (*COMMIT_STEPS, fp.AFTER_SNAPSHOT)],
+    *[("expire-partitions", f) for f in (*COMMIT_STEPS, fp.AFTER_SNAPSHOT)],
     *[
         ("expire", f)
         for f in (
@@ -102,6 +105,8 @@ def op_args(op: str) -> dict:
         "overwrite": {"rows": OVERWRITE_ROWS},
         "expire": EXPIRE_ARGS,
         "compact-manifests": {"full": True},
+        # before 2024-01-01 12:00: DAY1 only
+        "expire-partitions": {"expiration_hours": 36, "now": "2024-01-03T00:00:00"},
         "remove-orphans": {},
     }[op]
 
@@ -142,6 +147,8 @@ class Template:
         elif op == "overwrite":
             model = {k: v for k, v in model.items() if k[0] != DAY1}
             _apply(model, OVERWRITE_ROWS)
+        elif op == "expire-partitions":
+            model = {k: v for k, v in model.items() if k[0] != DAY1}
         return model
 
 
@@ -208,7 +215,7 @@ def check_committed(
     def expected_at(snapshot) -> dict:
         if snapshot.id in template.expected:
             return template.expected[snapshot.id]
-        return template.after(op) if op in ("ingest", "overwrite") else template.model
+        return template.after(op) if op in CHANGES_ROWS else template.model
 
     check_snapshots(table, KEY, expected_at, readable_from=readable_from)
     return landed
@@ -260,13 +267,13 @@ def test_crash_matrix(op, failpoint, template, zygote, tmp_path):
             assert leftovers < set(strays) and len(leftovers) == len(strays) - 1, leftovers
     readable_from = template.latest_id - RETAINED + 1 if op == "expire" else None
     landed = check_committed(warehouse, template, op, readable_from=readable_from)
-    assert landed == (op in ("ingest", "overwrite") and failpoint == fp.AFTER_SNAPSHOT)
+    assert landed == (op in CHANGES_ROWS and failpoint == fp.AFTER_SNAPSHOT)
 
     # (c) the same operation, unarmed, succeeds and finishes the job
     rerun = zygote.run(op, str(warehouse), args)
     assert rerun.returncode == 0, rerun.describe()
     landed = check_committed(warehouse, template, op)
-    assert landed == (op in ("ingest", "overwrite"))
+    assert landed == (op in CHANGES_ROWS)
     if op == "expire":
         assert snapshot_ids(fresh_table(warehouse)) == list(
             range(template.latest_id - RETAINED + 1, template.latest_id + 1)
