@@ -21,7 +21,7 @@ partitions (in batches of `partition.expiration-batch-size`, one snapshot each, 
 data files stay until snapshot expiry removes them with the snapshots that still read them.
 
 `partition.expiration-check-interval` only paces Java's check after each commit; a dedicated run
-always checks (the interval is reported, not applied).
+always checks (the option is read, so a malformed value is refused, but not applied).
 """
 
 from __future__ import annotations
@@ -183,16 +183,13 @@ class PartitionExpiryResult(Reported):
             )
         verb = "would drop" if self.dry_run else "dropped"
         shown = ", ".join(self.expired_partitions[:5])
-        more = f" and {len(self.expired_partitions) - 5} more" if len(self) > 5 else ""
+        count = len(self.expired_partitions)
+        more = f" and {count - 5} more" if count > 5 else ""
         where = f" in snapshot {self.snapshot_id}" if self.snapshot_id is not None else ""
         return (
-            f"{self.table}: {verb} {len(self.expired_partitions)} partitions ({shown}{more}) "
+            f"{self.table}: {verb} {count} partitions ({shown}{more}) "
             f"{self.strategy} before {self.expire_before}{where}{deferred}{skipped}"
         )
-
-    def __len__(self) -> int:
-        """The number of partitions expired."""
-        return len(self.expired_partitions)
 
 
 @dataclass(frozen=True)
@@ -414,7 +411,11 @@ def execute_partition_expiry(
     for batch in plan.batches:
         producer = OverwriteProducer(table, [], partitions=batch)
         if producer.is_empty(table.snapshot_manager().get_latest_snapshot()):
-            log.info("%s: partitions %s have no live file left", plan.table, len(batch))
+            log.info(
+                "%s: partitions %s have no live file left",
+                plan.table,
+                ", ".join(p.label() for p in batch),
+            )
             continue
         outcome = producer.commit()
         committed.append(outcome.snapshot.id)
