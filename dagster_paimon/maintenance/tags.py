@@ -391,14 +391,25 @@ def create_tag(
     *,
     snapshot_id: int | None = None,
     time_retained: timedelta | None = None,
-    _now_hook: datetime | None = None,
 ) -> TagResult:
     """Tag a snapshot (the latest by default); the tag keeps it readable after expiry.
 
     time_retained None takes tag.default-time-retained (none: kept until deleted). Raises
     TagExistsError (Java refuses an existing name), SnapshotNotFoundError, InvalidArgumentError
-    (a blank name, a negative retention); the table is then unchanged.
+    (a blank name, a negative retention), InvalidOptionError; the table is then unchanged.
     """
+    return _create_tag(table, name, snapshot_id=snapshot_id, time_retained=time_retained)
+
+
+def _create_tag(
+    table: FileStoreTable,
+    name: str,
+    *,
+    snapshot_id: int | None = None,
+    time_retained: timedelta | None = None,
+    now: datetime | None = None,
+) -> TagResult:
+    """create_tag with the tests' clock (the tag's create time, the writer's local time)."""
     start = time.perf_counter()
     _check_name(name)
     if time_retained is not None:
@@ -409,7 +420,7 @@ def create_tag(
         raise TagExistsError(f"tag {name!r} already exists")
     snapshot_id, text = _snapshot_text(meta, snapshot_id)
     retained = time_retained if time_retained is not None else options.default_time_retained
-    _write_tag(meta, name, snapshot_id, text, retained, _now(_now_hook), options)
+    _write_tag(meta, name, snapshot_id, text, retained, _now(now), options)
     log.info("created tag %s on snapshot %d of %s", name, snapshot_id, _table_name(table))
     return TagResult(
         table=_table_name(table),
@@ -579,15 +590,23 @@ def _expire_by_time(deleter: _Deleter, now: datetime) -> None:
             deleter.delete(tag)
 
 
-def expire_tags(
-    table: FileStoreTable, *, dry_run: bool = False, _now_hook: datetime | None = None
-) -> TagResult:
+def expire_tags(table: FileStoreTable, *, dry_run: bool = False) -> TagResult:
     """Delete the tags whose retention (tagTimeRetained from tagCreateTime) has passed, with
-    the files only they kept alive; tags without a retention stay."""
+    the files only they kept alive; tags without a retention stay.
+
+    Not input: MaintenanceAbortedError (metadata of a remaining snapshot or tag is missing).
+    """
+    return _expire_tags(table, dry_run=dry_run)
+
+
+def _expire_tags(
+    table: FileStoreTable, *, dry_run: bool = False, now: datetime | None = None
+) -> TagResult:
+    """expire_tags with the tests' clock (compared with each tag's local create time)."""
     start = time.perf_counter()
     meta = TableMetadata(table, table_files(table))
     deleter = _Deleter(meta, dry_run)
-    _expire_by_time(deleter, _now(_now_hook))
+    _expire_by_time(deleter, _now(now))
     return _result(meta, "expire", deleter, (), start)
 
 
@@ -639,9 +658,7 @@ def _retain_max(deleter: _Deleter, handler: PeriodHandler, limit: int) -> None:
         deleter.delete(tags[0])
 
 
-def create_automatic_tags(
-    table: FileStoreTable, *, dry_run: bool = False, _now_hook: datetime | None = None
-) -> TagResult:
+def create_automatic_tags(table: FileStoreTable, *, dry_run: bool = False) -> TagResult:
     """What Paimon's writers do after each commit (TagAutoManager): create the tags of every
     period that ended since the last auto tag, by tag.automatic-creation (process-time,
     watermark; batch: `batch-write-<date>` on the latest snapshot), tag.creation-period,
@@ -650,10 +667,17 @@ def create_automatic_tags(
 
     Raises InvalidOptionError (malformed tag options); not input: MaintenanceAbortedError.
     """
+    return _create_automatic_tags(table, dry_run=dry_run)
+
+
+def _create_automatic_tags(
+    table: FileStoreTable, *, dry_run: bool = False, now: datetime | None = None
+) -> TagResult:
+    """create_automatic_tags with the tests' clock (create times and time-retained expiry)."""
     start = time.perf_counter()
     meta = TableMetadata(table, table_files(table))
     options = TagOptions.from_table_options(table.table_schema.options)
-    now = _now(_now_hook)
+    now = _now(now)
     deleter = _Deleter(meta, dry_run)
     created: list[str] = []
     if options.mode == "batch":

@@ -16,15 +16,8 @@ from dagster_paimon.errors import (
     TagExistsError,
     TagNotFoundError,
 )
-from dagster_paimon.maintenance.tags import (
-    PeriodHandler,
-    create_automatic_tags,
-    create_tag,
-    delete_tag,
-    expire_tags,
-    list_tags,
-)
-from tests.hooks import expire_snapshots
+from dagster_paimon.maintenance.tags import PeriodHandler, delete_tag, list_tags
+from tests.hooks import create_automatic_tags, create_tag, expire_snapshots, expire_tags
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, append, history, later_ms
 from tests.maintenance.oracle import (
     Refs,
@@ -89,7 +82,7 @@ def test_a_tag_without_retention_is_the_snapshot_file(warehouse):
 def test_retention_is_written_as_java_does(warehouse):
     table = history(warehouse, 2)
     created = datetime(2024, 5, 6, 7, 8, 9)
-    create_tag(table, "kept", time_retained=timedelta(hours=2), _now_hook=created)
+    create_tag(table, "kept", time_retained=timedelta(hours=2), now=created)
     with open(os.path.join(table.table_path, "tag", "tag-kept")) as f:
         content = json.load(f)
     assert content["tagCreateTime"] == [2024, 5, 6, 7, 8, 9]
@@ -208,23 +201,23 @@ def test_two_tags_on_one_snapshot_keep_its_files(warehouse):
 def test_expire_tags_by_time_retained(warehouse):
     table = history(warehouse, 5, compact_after=(3,))
     created = datetime(2024, 1, 1, 12, 0)
-    create_tag(table, "short", snapshot_id=1, time_retained=timedelta(hours=1), _now_hook=created)
-    create_tag(table, "long", snapshot_id=2, time_retained=timedelta(days=7), _now_hook=created)
+    create_tag(table, "short", snapshot_id=1, time_retained=timedelta(hours=1), now=created)
+    create_tag(table, "long", snapshot_id=2, time_retained=timedelta(days=7), now=created)
     create_tag(table, "forever", snapshot_id=3)
     expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
     expected = {n: tag_rows(table, n) for n in ("long", "forever")}
     before = tree(table)
     at = created + timedelta(hours=2)
-    dry = expire_tags(table, dry_run=True, _now_hook=at)
+    dry = expire_tags(table, dry_run=True, now=at)
     assert tree(table) == before
     assert dry.deleted == ("short",) and dry.dry_run
-    result = expire_tags(table, _now_hook=at)
+    result = expire_tags(table, now=at)
     assert result.deleted == ("short",)
     assert result.deleted_data_files == dry.deleted_data_files
     assert tag_names(table) == ["forever", "long"]
     assert {n: tag_rows(table, n) for n in ("long", "forever")} == expected
-    assert expire_tags(table, _now_hook=created + timedelta(hours=23)).deleted == ()
-    assert expire_tags(table, _now_hook=created + timedelta(days=8)).deleted == ("long",)
+    assert expire_tags(table, now=created + timedelta(hours=23)).deleted == ()
+    assert expire_tags(table, now=created + timedelta(days=8)).deleted == ("long",)
 
 
 # -- automatic creation ------------------------------------------------------------------------
@@ -336,3 +329,66 @@ def test_period_names_parse_strictly():
     minutes = P.from_options({"tag.creation-period-duration": "30 min"})
     assert minutes.to_name(minutes.previous_tag(datetime(2024, 1, 1, 5, 50))) == "202401010500"
     assert PeriodHandler is P
+
+
+# -- the CLI and PaimonTable -------------------------------------------------------------------
+
+
+def cli(capsys, *argv):
+    from dagster_paimon.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_create_list_delete(capsys, warehouse):
+    table = history(warehouse, 3)
+    args = ["--warehouse", warehouse, "--table", "db.cdc"]
+    code, out, err = cli(capsys, "create-tag", *args, "--name", "r1", "--snapshot", "2", "--json")
+    assert code == 0, err
+    assert json.loads(out)["created"] == ["r1"]
+    code, out, err = cli(capsys, "create-tag", *args, "--name", "r2", "--time-retained", "7d")
+    assert code == 0 and "r2" in out
+    code, out, err = cli(capsys, "tags", *args, "--json")
+    listed = json.loads(out)
+    assert [(t["name"], t["snapshot_id"]) for t in listed] == [("r1", 2), ("r2", 3)]
+    assert listed[1]["time_retained_ms"] == 7 * 86_400_000
+    code, out, err = cli(capsys, "create-tag", *args, "--name", "r1")
+    assert code == 2 and "already exists" in err
+    code, out, err = cli(capsys, "delete-tag", *args, "--name", "nope")
+    assert code == 2 and "does not exist" in err
+    code, out, err = cli(capsys, "delete-tag", *args, "--name", "r1", "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["dry_run"] is True
+    assert tag_names(table) == ["r1", "r2"]
+    code, out, err = cli(capsys, "delete-tag", *args, "--name", "r1")
+    assert code == 0 and tag_names(table) == ["r2"]
+    code, out, err = cli(capsys, "expire-tags", *args, "--json")
+    assert code == 0 and json.loads(out)["deleted"] == []
+    code, out, err = cli(capsys, "create-tag", *args, "--name", "r3", "--snapshot", "9")
+    assert code == 2 and "does not exist" in err
+
+
+def test_cli_auto_tag(capsys, warehouse):
+    auto_table(warehouse, DAILY_TIMES)
+    args = ["--warehouse", warehouse, "--table", "db.cdc", "--json"]
+    code, out, err = cli(capsys, "auto-tag", *args, "--dry-run")
+    assert code == 0, err
+    assert json.loads(out)["created"] == ["2023-12-31", "2024-01-01", "2024-01-02"]
+    code, out, err = cli(capsys, "tags", *args)
+    assert json.loads(out) == []
+    code, out, err = cli(capsys, "auto-tag", *args)
+    assert code == 0 and len(json.loads(out)["created"]) == 3
+
+
+def test_paimon_table_methods(warehouse):
+    from dagster_paimon import PaimonTable
+
+    history(warehouse, 3)
+    table = PaimonTable.open(warehouse, "db.cdc")
+    assert table.create_tag("a", snapshot_id=1).created == ("a",)
+    assert [t.name for t in table.list_tags()] == ["a"]
+    assert table.expire_tags().deleted == ()
+    assert table.create_automatic_tags().created == ()
+    assert table.delete_tag("a").deleted == ("a",)
+    assert table.list_tags() == []
