@@ -261,3 +261,11 @@ class PaimonJava:
         stdin = "".join(json.dumps(check) + "\n" for check in checks)
         out = self._run("file index reader", "FileIndexJava", "test", stdin=stdin)
         return [json.loads(line) for line in out.splitlines() if line.startswith("[")]
+
+
+def auto_tags(java: PaimonJava, warehouse: str, database: str, table: str) -> dict[str, int]:
+    """Run Paimon's TagAutoManager once on a table (see TagAuto.java); every tag and its
+    snapshot afterwards."""
+    out = java._run("tag auto-creation", "TagAuto", warehouse, database, table)
+    pairs = (line.split("\t") for line in out.splitlines() if "\t" in line)
+    return {name: int(snapshot) for name, snapshot in pairs}

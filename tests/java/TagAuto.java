@@ -1,0 +1,31 @@
+import org.apache.paimon.Snapshot;
+import org.apache.paimon.catalog.CatalogContext;
+import org.apache.paimon.catalog.CatalogFactory;
+import org.apache.paimon.catalog.Identifier;
+import org.apache.paimon.options.Options;
+import org.apache.paimon.table.FileStoreTable;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Paimon's own automatic tag creation on an existing table: args WAREHOUSE DATABASE TABLE. Runs
+ * the table's TagAutoManager once (what a writer does after a commit), then prints each tag as
+ * "NAME\tSNAPSHOT_ID", one a line.
+ */
+public class TagAuto {
+    public static void main(String[] args) throws Exception {
+        Options options = new Options();
+        options.set("warehouse", args[0]);
+        FileStoreTable table =
+                (FileStoreTable)
+                        CatalogFactory.createCatalog(CatalogContext.create(options))
+                                .getTable(Identifier.create(args[1], args[2]));
+        table.store().newTagCreationManager().run();
+        for (Map.Entry<Snapshot, List<String>> e : table.tagManager().tags().entrySet()) {
+            for (String name : e.getValue()) {
+                System.out.println(name + "\t" + e.getKey().id());
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+"""Paimon's Java implementation against our tags: Java 0.9 and 1.0 read the tags we write (with
+and without a retention) after the snapshots and a tag were deleted, and Java's TagAutoManager
+names and places automatic tags as ours does for the same commit times."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from dagster_paimon.maintenance.tags import delete_tag, list_tags
+from tests.hooks import create_automatic_tags, create_tag, expire_snapshots
+from tests.java.paimon_java import auto_tags
+from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, history, later_ms
+from tests.maintenance.oracle import tag_rows
+
+pytestmark = pytest.mark.slow
+
+VERSIONS = ("paimon_java", "paimon_java_1_0")
+
+
+def rows_of(rows: list[dict]) -> set[tuple]:
+    """Rows as comparable tuples (key and name)."""
+    return {(r["dt"], r["id"], r["name"]) for r in rows}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_java_reads_our_tags(request, warehouse, version):
+    java = request.getfixturevalue(version)
+    table = history(warehouse, 8, compact_after=(2, 5))
+    create_tag(table, "plain", snapshot_id=2)
+    create_tag(table, "kept", snapshot_id=4, time_retained=timedelta(days=3))
+    create_tag(table, "gone", snapshot_id=6)
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    assert delete_tag(table, "gone").deleted_data_files > 0
+    names = [t.name for t in list_tags(table)]
+    assert names == ["plain", "kept"]
+    reads = [{"warehouse": warehouse, "database": "db", "table": "cdc", "tag": n} for n in names]
+    results = java.start_reads(reads)()
+    for name, result in zip(names, results, strict=True):
+        assert "error" not in result, result.get("error", "")[:2000]
+        rows = [dict(zip(result["fields"], r, strict=True)) for r in result["rows"]]
+        assert rows_of(rows) == rows_of(tag_rows(table, name)), name
+
+
+def utc_ms(text: str) -> int:
+    return int(datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def set_time(table, snapshot_id: int, ms: int) -> None:
+    path = os.path.join(table.table_path, "snapshot", f"snapshot-{snapshot_id}")
+    with open(path) as f:
+        content = json.load(f)
+    content["timeMillis"] = ms
+    with open(path, "w") as f:
+        json.dump(content, f)
+
+
+TIMES = [
+    "2024-01-01 10:00",
+    "2024-01-01 23:00",
+    "2024-01-02 00:30",
+    "2024-01-02 05:00",
+    "2024-01-03 01:00",
+    "2024-01-03 01:40",
+    "2024-01-05 12:00",
+]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"tag.creation-delay": "1 h"},
+        {"tag.creation-period": "hourly"},
+        {"tag.creation-period": "two-hours", "tag.creation-delay": "30 min"},
+        {"tag.num-retained-max": "2"},
+    ],
+    ids=["daily", "daily-delay", "hourly", "two-hours-delay", "retained-max"],
+)
+def test_java_auto_tags_match_ours(request, warehouse, monkeypatch, version, options):
+    java = request.getfixturevalue(version)
+    monkeypatch.setenv("TZ", "UTC")  # the JVM's default zone: Java 0.9/1.0's process time
+    spec = {"tag.automatic-creation": "process-time", "sink.process-time-zone": "UTC", **options}
+    table = history(warehouse, len(TIMES), **spec)
+    for i, text in enumerate(TIMES, start=1):
+        set_time(table, i, utc_ms(text))
+    theirs_wh = f"{warehouse}-java"
+    shutil.copytree(warehouse, theirs_wh)
+    create_automatic_tags(table)
+    ours = {t.name: t.snapshot_id for t in list_tags(table)}
+    theirs = auto_tags(java, theirs_wh, "db", "cdc")
+    assert ours == theirs
+    assert len(ours) >= 2
