@@ -9,9 +9,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Paimon's own automatic tag creation on an existing table: args WAREHOUSE DATABASE TABLE. Runs
- * the table's TagAutoManager once (what a writer does after a commit), then prints each tag as
- * "NAME\tSNAPSHOT_ID", one a line.
+ * Paimon's own tag handling on an existing table: args WAREHOUSE DATABASE TABLE [delete NAME].
+ * Runs the table's TagAutoManager once (what a writer does after a commit), or with "delete NAME"
+ * Java's deleteTag instead, then prints each tag as "NAME\tSNAPSHOT_ID", one a line.
  */
 public class TagAuto {
     public static void main(String[] args) throws Exception {
@@ -21,7 +21,11 @@ public class TagAuto {
                 (FileStoreTable)
                         CatalogFactory.createCatalog(CatalogContext.create(options))
                                 .getTable(Identifier.create(args[1], args[2]));
-        table.store().newTagCreationManager().run();
+        if (args.length > 4 && args[3].equals("delete")) {
+            table.deleteTag(args[4]);
+        } else {
+            table.store().newTagCreationManager().run();
+        }
         for (Map.Entry<Snapshot, List<String>> e : table.tagManager().tags().entrySet()) {
             for (String name : e.getValue()) {
                 System.out.println(name + "\t" + e.getKey().id());

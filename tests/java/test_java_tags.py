@@ -50,11 +50,12 @@ def utc_ms(text: str) -> int:
     return int(datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp() * 1000)
 
 
-def set_time(table, snapshot_id: int, ms: int) -> None:
+def set_fields(table, snapshot_id: int, **fields) -> None:
+    """Rewrite fields of a snapshot file (commit time, watermark)."""
     path = os.path.join(table.table_path, "snapshot", f"snapshot-{snapshot_id}")
     with open(path) as f:
         content = json.load(f)
-    content["timeMillis"] = ms
+    content.update(fields)
     with open(path, "w") as f:
         json.dump(content, f)
 
@@ -88,7 +89,7 @@ def test_java_auto_tags_match_ours(request, warehouse, monkeypatch, version, opt
     spec = {"tag.automatic-creation": "process-time", "sink.process-time-zone": "UTC", **options}
     table = history(warehouse, len(TIMES), **spec)
     for i, text in enumerate(TIMES, start=1):
-        set_time(table, i, utc_ms(text))
+        set_fields(table, i, timeMillis=utc_ms(text))
     theirs_wh = f"{warehouse}-java"
     shutil.copytree(warehouse, theirs_wh)
     create_automatic_tags(table)
@@ -96,3 +97,45 @@ def test_java_auto_tags_match_ours(request, warehouse, monkeypatch, version, opt
     theirs = auto_tags(java, theirs_wh, "db", "cdc")
     assert ours == theirs
     assert len(ours) >= 2
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_watermark_auto_tags_match_java(request, warehouse, version):
+    java = request.getfixturevalue(version)
+    spec = {"tag.automatic-creation": "watermark", "tag.creation-period": "hourly"}
+    table = history(warehouse, len(TIMES), **spec)
+    for i, text in enumerate(TIMES, start=1):
+        if i != 3:  # snapshot 3 has no watermark
+            set_fields(table, i, watermark=utc_ms(text))
+    theirs_wh = f"{warehouse}-java"
+    shutil.copytree(warehouse, theirs_wh)
+    create_automatic_tags(table)
+    ours = {t.name: t.snapshot_id for t in list_tags(table)}
+    assert ours == auto_tags(java, theirs_wh, "db", "cdc")
+    assert len(ours) >= 2
+
+
+def relative_files(root: str) -> set[str]:
+    """Every file under root, relative to it."""
+    return {
+        os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names
+    }
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("victim", ["t2", "t4", "t6"])
+def test_delete_tag_removes_the_files_java_removes(request, warehouse, version, victim):
+    java = request.getfixturevalue(version)
+    table = history(warehouse, 8, compact_after=(2, 5))
+    for i in (2, 4, 6):
+        create_tag(table, f"t{i}", snapshot_id=i)
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    theirs_wh = f"{warehouse}-java"
+    shutil.copytree(warehouse, theirs_wh)
+    delete_tag(table, victim)
+    theirs = auto_tags(java, theirs_wh, "db", "cdc", delete=victim)
+    assert {t.name: t.snapshot_id for t in list_tags(table)} == theirs
+    table_dir = os.path.join("db.db", "cdc")
+    assert relative_files(os.path.join(warehouse, table_dir)) == relative_files(
+        os.path.join(theirs_wh, table_dir)
+    )
