@@ -36,6 +36,7 @@ from dagster_paimon.errors import (
     SnapshotNotFoundError,
     TagExistsError,
     TagNotFoundError,
+    transient_errors,
 )
 from dagster_paimon.maintenance.deletion import lists_named, metadata_to_delete
 from dagster_paimon.maintenance.expire import _paths, _unused, _used_by_latest
@@ -398,7 +399,8 @@ def create_tag(
     TagExistsError (Java refuses an existing name), SnapshotNotFoundError, InvalidArgumentError
     (a blank name, a negative retention), InvalidOptionError; the table is then unchanged.
     """
-    return _create_tag(table, name, snapshot_id=snapshot_id, time_retained=time_retained)
+    with transient_errors():
+        return _create_tag(table, name, snapshot_id=snapshot_id, time_retained=time_retained)
 
 
 def _create_tag(
@@ -556,9 +558,10 @@ def delete_tag(table: FileStoreTable, name: str, *, dry_run: bool = False) -> Ta
     """
     start = time.perf_counter()
     _check_name(name)
-    meta = TableMetadata(table, table_files(table))
-    deleter = _Deleter(meta, dry_run)
-    deleter.delete(_find(meta, name))
+    with transient_errors(table_unchanged=True if dry_run else None):
+        meta = TableMetadata(table, table_files(table))
+        deleter = _Deleter(meta, dry_run)
+        deleter.delete(_find(meta, name))
     return _result(meta, "delete", deleter, (), start)
 
 
@@ -596,7 +599,8 @@ def expire_tags(table: FileStoreTable, *, dry_run: bool = False) -> TagResult:
 
     Not input: MaintenanceAbortedError (metadata of a remaining snapshot or tag is missing).
     """
-    return _expire_tags(table, dry_run=dry_run)
+    with transient_errors(table_unchanged=True if dry_run else None):
+        return _expire_tags(table, dry_run=dry_run)
 
 
 def _expire_tags(
@@ -667,7 +671,8 @@ def create_automatic_tags(table: FileStoreTable, *, dry_run: bool = False) -> Ta
 
     Raises InvalidOptionError (malformed tag options); not input: MaintenanceAbortedError.
     """
-    return _create_automatic_tags(table, dry_run=dry_run)
+    with transient_errors(table_unchanged=True if dry_run else None):
+        return _create_automatic_tags(table, dry_run=dry_run)
 
 
 def _create_automatic_tags(

@@ -393,3 +393,43 @@ def test_paimon_table_methods(warehouse):
     assert table.create_automatic_tags().created == ()
     assert table.delete_tag("a").deleted == ("a",)
     assert table.list_tags() == []
+
+
+def test_a_branch_keeps_the_files_it_shares_with_a_deleted_tag(warehouse):
+    from dagster_paimon.table import open_catalog
+    from tests.lsm.kvmodel import read_rows
+
+    table = history(warehouse, 4, compact_after=(1,))
+    create_tag(table, "fork", snapshot_id=2)
+    table.branch_manager().create_branch("dev", "fork")
+    branch = open_catalog(warehouse).get_table("db.cdc$branch_dev")
+    expected = read_rows(branch)
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    result = delete_tag(table, "fork")
+    assert result.deleted == ("fork",)
+    assert read_rows(branch) == expected
+
+
+def test_a_crash_after_the_tag_file_leaves_only_orphans(warehouse, monkeypatch):
+    from dagster_paimon.storage.local import LocalFiles
+
+    table = history(warehouse, 6, compact_after=(2,))
+    create_tag(table, "a", snapshot_id=1)
+    create_tag(table, "b", snapshot_id=3)
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    expected = tag_rows(table, "b")
+    original = LocalFiles.delete_files
+    calls = []
+
+    def crash_after_first(self, paths):
+        calls.append(paths)
+        if len(calls) > 1:
+            raise OSError("crash")
+        return original(self, paths)
+
+    monkeypatch.setattr(LocalFiles, "delete_files", crash_after_first)
+    with pytest.raises(OSError):
+        delete_tag(table, "a")
+    monkeypatch.undo()
+    assert tag_names(table) == ["b"]
+    assert tag_rows(table, "b") == expected
