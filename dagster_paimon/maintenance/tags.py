@@ -32,6 +32,7 @@ from pypaimon.tag.tag import Tag
 
 from dagster_paimon.errors import (
     InvalidArgumentError,
+    InvalidOptionError,
     MaintenanceAbortedError,
     SnapshotNotFoundError,
     TagExistsError,
@@ -183,7 +184,9 @@ class PeriodHandler:
         duration = read_option(options, "tag.creation-period-duration", duration_ms, None)
         if duration is not None:
             if duration <= 0:
-                raise InvalidArgumentError("tag.creation-period-duration must be positive")
+                raise InvalidOptionError(
+                    "table option 'tag.creation-period-duration' must be positive"
+                )
             return cls(timedelta(milliseconds=duration), "%Y%m%d%H%M")
         period = read_option(options, "tag.creation-period", choice(PERIODS), "daily")
         formatter = read_option(options, "tag.period-formatter", choice(FORMATTERS), FORMATTERS[0])
@@ -235,7 +238,8 @@ class PeriodHandler:
         as if it were UTC, as Java's Timestamp does), minus one period."""
         ms = (time_ - EPOCH) // timedelta(milliseconds=1)
         period_ms = self.period // timedelta(milliseconds=1)
-        return EPOCH + timedelta(milliseconds=int(ms / period_ms) * period_ms) - self.period
+        floored = (abs(ms) // period_ms) * period_ms * (1 if ms >= 0 else -1)  # Java's long /
+        return EPOCH + timedelta(milliseconds=floored) - self.period
 
 
 @dataclass(frozen=True)
@@ -261,8 +265,9 @@ class TagOptions:
         handler = PeriodHandler.from_options(options) if mode != "none" else None
         delay = timedelta(milliseconds=read_option(options, "tag.creation-delay", duration_ms, 0))
         if handler is not None and mode != "batch" and not delay < handler.period:
-            raise InvalidArgumentError(
-                f"tag.creation-delay ({delay}) must be shorter than the period ({handler.period})"
+            raise InvalidOptionError(
+                f"table option 'tag.creation-delay' ({delay}) must be shorter than the period "
+                f"({handler.period})"
             )
         return cls(
             mode=mode,

@@ -433,3 +433,23 @@ def test_a_crash_after_the_tag_file_leaves_only_orphans(warehouse, monkeypatch):
     monkeypatch.undo()
     assert tag_names(table) == ["b"]
     assert tag_rows(table, "b") == expected
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"tag.automatic-creation": "sometimes"},
+        {"tag.automatic-creation": "process-time", "tag.creation-period": "weekly"},
+        {"tag.automatic-creation": "process-time", "tag.creation-delay": "1 d"},
+        {"tag.automatic-creation": "process-time", "sink.process-time-zone": "Mars/Base"},
+        {"tag.num-retained-max": "-1"},
+    ],
+)
+def test_malformed_tag_options_are_option_errors(warehouse, options):
+    from dagster_paimon.errors import InvalidOptionError
+
+    table = history(warehouse, 1, **options)
+    before = tree(table)
+    with pytest.raises(InvalidOptionError):
+        create_automatic_tags(table)
+    assert tree(table) == before
