@@ -80,13 +80,16 @@ TIMES = [
         {"tag.creation-period": "hourly"},
         {"tag.creation-period": "two-hours", "tag.creation-delay": "30 min"},
         {"tag.num-retained-max": "2"},
+        {"sink.process-time-zone": "Asia/Shanghai"},
+        {"sink.process-time-zone": "America/New_York", "tag.creation-period": "two-hours"},
     ],
-    ids=["daily", "daily-delay", "hourly", "two-hours-delay", "retained-max"],
+    ids=["daily", "daily-delay", "hourly", "two-hours-delay", "retained-max", "utc+8", "ny"],
 )
 def test_java_auto_tags_match_ours(request, warehouse, monkeypatch, version, options):
     java = request.getfixturevalue(version)
-    monkeypatch.setenv("TZ", "UTC")  # the JVM's default zone: Java 0.9/1.0's process time
     spec = {"tag.automatic-creation": "process-time", "sink.process-time-zone": "UTC", **options}
+    # the JVM's default zone: Java 0.9/1.0 read process time in it
+    monkeypatch.setenv("TZ", spec["sink.process-time-zone"])
     table = history(warehouse, len(TIMES), **spec)
     for i, text in enumerate(TIMES, start=1):
         set_fields(table, i, timeMillis=utc_ms(text))
