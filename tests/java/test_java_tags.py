@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dagster_paimon.maintenance.tags import delete_tag, list_tags
-from tests.hooks import create_automatic_tags, create_tag, expire_snapshots
+from tests.hooks import create_automatic_tags, create_tag, expire_snapshots, expire_tags
 from tests.java.paimon_java import auto_tags
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, history, later_ms
 from tests.maintenance.oracle import tag_rows
@@ -137,6 +137,28 @@ def test_delete_tag_removes_the_files_java_removes(request, warehouse, version, 
     shutil.copytree(warehouse, theirs_wh)
     delete_tag(table, victim)
     theirs = auto_tags(java, theirs_wh, "db", "cdc", delete=victim)
+    assert {t.name: t.snapshot_id for t in list_tags(table)} == theirs
+    table_dir = os.path.join("db.db", "cdc")
+    assert relative_files(os.path.join(warehouse, table_dir)) == relative_files(
+        os.path.join(theirs_wh, table_dir)
+    )
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_tag_time_expiry_matches_java(request, warehouse, version):
+    java = request.getfixturevalue(version)
+    table = history(warehouse, 8, compact_after=(2, 5))
+    long_ago = datetime(2020, 1, 1, 12, 0)
+    create_tag(table, "old", snapshot_id=2, time_retained=timedelta(days=1), now=long_ago)
+    create_tag(table, "older", snapshot_id=4, time_retained=timedelta(hours=1), now=long_ago)
+    create_tag(table, "young", snapshot_id=6, time_retained=timedelta(days=100_000), now=long_ago)
+    create_tag(table, "forever", snapshot_id=3)
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    theirs_wh = f"{warehouse}-java"
+    shutil.copytree(warehouse, theirs_wh)
+    result = expire_tags(table)
+    assert sorted(result.deleted) == ["old", "older"]
+    theirs = auto_tags(java, theirs_wh, "db", "cdc")
     assert {t.name: t.snapshot_id for t in list_tags(table)} == theirs
     table_dir = os.path.join("db.db", "cdc")
     assert relative_files(os.path.join(warehouse, table_dir)) == relative_files(
