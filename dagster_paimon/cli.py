@@ -674,6 +674,89 @@ def doctor(shared: Shared, rollback_unreadable: bool) -> tuple[dict, str]:
     raise TableUnhealthyError("; ".join(filter(None, [result.verdict(), result.repair()])))
 
 
+@command("tags", "list the table's tags", "dagster-paimon tags --table db.orders --json")
+def tags(shared: Shared) -> tuple[list, str]:
+    """List the table's tags, by snapshot id: name, snapshot, and retention if it has one."""
+    from dagster_paimon.maintenance.tags import list_tags
+
+    found = list_tags(table_of(shared))
+    text = "\n".join(t.summary() for t in found) or f"{shared.table}: no tags"
+    return [t.to_dict() for t in found], text
+
+
+@command(
+    "create-tag",
+    "tag a snapshot so it outlives expiry",
+    "dagster-paimon create-tag --table db.orders --name release-1 --snapshot 42 --time-retained 7d",
+)
+@click.option("--name", required=True, help="the tag's name")
+@click.option("--snapshot", "snapshot_id", type=int, help="the snapshot to tag (default: latest)")
+@click.option(
+    "--time-retained",
+    type=Duration(positive=True),
+    help="expire the tag after this long (default: tag.default-time-retained, else never)",
+)
+def create_tag(
+    shared: Shared, name: str, snapshot_id: int | None, time_retained: timedelta | None
+) -> tuple[dict, str]:
+    """Create a tag on a snapshot (the latest by default). A tag that exists is an input error
+    (exit 2), as in Paimon."""
+    from dagster_paimon.maintenance.tags import create_tag
+
+    result = create_tag(
+        table_of(shared), name, snapshot_id=snapshot_id, time_retained=time_retained
+    )
+    return result.to_dict(), result.summary()
+
+
+@command(
+    "delete-tag",
+    "delete a tag and the files only it kept",
+    "dagster-paimon delete-tag --table db.orders --name release-1 --dry-run",
+)
+@click.option("--name", required=True, help="the tag to delete")
+@click.option("--dry-run", is_flag=True, help="report, delete nothing")
+def delete_tag(shared: Shared, name: str, dry_run: bool) -> tuple[dict, str]:
+    """Delete a tag; if its snapshot was expired, also the data, manifest, index and statistics
+    files no remaining snapshot, tag, changelog or branch uses. An unknown tag exits 2."""
+    from dagster_paimon.maintenance.tags import delete_tag
+
+    result = delete_tag(table_of(shared), name, dry_run=dry_run)
+    return result.to_dict(), result.summary()
+
+
+@command(
+    "expire-tags",
+    "delete tags past their time retained",
+    "dagster-paimon expire-tags --table db.orders --dry-run",
+)
+@click.option("--dry-run", is_flag=True, help="report, delete nothing")
+def expire_tags(shared: Shared, dry_run: bool) -> tuple[dict, str]:
+    """Delete every tag whose time retained (from its creation) has passed, with the files only
+    it kept alive. Tags without a retention stay."""
+    from dagster_paimon.maintenance.tags import expire_tags
+
+    result = expire_tags(table_of(shared), dry_run=dry_run)
+    return result.to_dict(), result.summary()
+
+
+@command(
+    "auto-tag",
+    "create the period tags Paimon's writers would",
+    "dagster-paimon auto-tag --table db.orders --dry-run",
+)
+@click.option("--dry-run", is_flag=True, help="report, write and delete nothing")
+def auto_tag(shared: Shared, dry_run: bool) -> tuple[dict, str]:
+    """Do what Paimon's writers do after a commit: create a tag for every period that ended
+    (tag.automatic-creation process-time, watermark or batch; tag.creation-period,
+    tag.creation-delay, tag.period-formatter), delete the oldest auto tags beyond
+    tag.num-retained-max, and expire tags by time retained."""
+    from dagster_paimon.maintenance.tags import create_automatic_tags
+
+    result = create_automatic_tags(table_of(shared), dry_run=dry_run)
+    return result.to_dict(), result.summary()
+
+
 @command(
     "tables",
     "list primary-key tables with a health summary",
@@ -808,6 +891,11 @@ for _command in (
     compact_manifests,
     remove_orphans,
     doctor,
+    tags,
+    create_tag,
+    delete_tag,
+    expire_tags,
+    auto_tag,
     tables,
 ):
     cli.add_command(_command)

@@ -47,6 +47,14 @@ class SnapshotNotFoundError(InputError):
     """A requested snapshot id does not exist (never written, or expired)."""
 
 
+class TagNotFoundError(InputError):
+    """A named tag does not exist."""
+
+
+class TagExistsError(InputError):
+    """A tag of that name already exists (Paimon refuses to create it again)."""
+
+
 class CorruptMetadataError(DagsterPaimonError):
     """Snapshot, manifest or level metadata violates an LSM invariant."""
 

@@ -37,6 +37,15 @@ from dagster_paimon.maintenance.partitions import (
     Strategy,
     expire_partitions,
 )
+from dagster_paimon.maintenance.tags import (
+    TagInfo,
+    TagResult,
+    create_automatic_tags,
+    create_tag,
+    delete_tag,
+    expire_tags,
+    list_tags,
+)
 from dagster_paimon.table import (
     TableRef,
     TableSpec,
@@ -297,6 +306,38 @@ class PaimonTable:
         deleted).
         """
         return remove_orphans(self.paimon, older_than=older_than, dry_run=dry_run)
+
+    def list_tags(self) -> list[TagInfo]:
+        """Every tag, by snapshot id then name, with its retention if it has one."""
+        return list_tags(self.paimon)
+
+    def create_tag(
+        self,
+        name: str,
+        *,
+        snapshot_id: int | None = None,
+        time_retained: timedelta | None = None,
+    ) -> TagResult:
+        """Tag a snapshot (the latest by default) so it stays readable after expiry;
+        time_retained None takes tag.default-time-retained.
+
+        Raises TagExistsError, SnapshotNotFoundError, InvalidArgumentError (a blank name, a
+        negative retention); the table is then unchanged.
+        """
+        return create_tag(self.paimon, name, snapshot_id=snapshot_id, time_retained=time_retained)
+
+    def delete_tag(self, name: str, *, dry_run: bool = False) -> TagResult:
+        """Delete a tag and the files only it kept alive. Raises TagNotFoundError."""
+        return delete_tag(self.paimon, name, dry_run=dry_run)
+
+    def expire_tags(self, *, dry_run: bool = False) -> TagResult:
+        """Delete the tags whose time retained has passed, with the files only they kept."""
+        return expire_tags(self.paimon, dry_run=dry_run)
+
+    def create_automatic_tags(self, *, dry_run: bool = False) -> TagResult:
+        """Create the period tags Paimon's writers would have (tag.automatic-creation and the
+        other tag.* options), delete auto tags beyond tag.num-retained-max, expire by time."""
+        return create_automatic_tags(self.paimon, dry_run=dry_run)
 
     def doctor(self, *, repair: bool = False) -> DoctorResult:
         """Check every snapshot and tag can be read; with repair, roll back an unreadable

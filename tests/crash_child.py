@@ -52,6 +52,7 @@ OPS = (
     "compact-manifests",
     "expire-partitions",
     "remove-orphans",
+    "delete-tag",
     "writer",
     "racing-ingest",
     "ingests",
@@ -217,6 +218,11 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
         now_ms = int(time.time() * 1000) + HOUR_MS
         result = remove_orphans(table, older_than_ms=1, now_ms=now_ms)
         return {"orphans": sorted(result.orphans)}
+    if op == "delete-tag":
+        from dagster_paimon.maintenance.tags import delete_tag
+
+        result = delete_tag(table, args["name"])
+        return {"deleted": list(result.deleted), "data_files": result.deleted_data_files}
     raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
 
 

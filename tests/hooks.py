@@ -16,12 +16,18 @@ from dagster_paimon.maintenance.expire import CHANGELOGS, SNAPSHOTS, ExpiryResul
 from dagster_paimon.maintenance.manifests import _compact_manifests as compact_manifests
 from dagster_paimon.maintenance.orphans import _remove_orphans as remove_orphans
 from dagster_paimon.maintenance.partitions import _expire_partitions as expire_partitions
+from dagster_paimon.maintenance.tags import _create_automatic_tags as create_automatic_tags
+from dagster_paimon.maintenance.tags import _create_tag as create_tag
+from dagster_paimon.maintenance.tags import _expire_tags as expire_tags
 
 __all__ = [
     "compact_manifests",
+    "create_automatic_tags",
+    "create_tag",
     "expire_changelogs",
     "expire_partitions",
     "expire_snapshots",
+    "expire_tags",
     "remove_orphans",
 ]
 

@@ -492,3 +492,52 @@ def test_file_index_compaction_crash(failpoint, sidecar_template, zygote, tmp_pa
     latest = table.snapshot_manager().get_latest_snapshot()
     assert all(e.file.extra_files for e in live_entries(table, latest))
     assert_orphans_removed(zygote, warehouse)
+
+
+TAG_STEPS = (fp.FILE_DELETED, f"{fp.FILE_DELETED}@2", f"{fp.FILE_DELETED}@4")
+
+
+@pytest.fixture(scope="module")
+def tagged_template(template, tmp_path_factory) -> Path:
+    """The template with tag "b" on snapshot 2 and "a" on snapshot 4, snapshots 1-5 expired:
+    deleting "a" frees the level-0 files of commits 3 and 4 (compaction 5 replaced them)."""
+    from dagster_paimon.maintenance.options import RetentionOverrides
+    from tests.hooks import create_tag, expire_snapshots
+
+    warehouse = tmp_path_factory.mktemp("tagged") / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    table = fresh_table(warehouse)
+    create_tag(table, "b", snapshot_id=2)
+    create_tag(table, "a", snapshot_id=4)
+    expire_snapshots(table, overrides=RetentionOverrides(**EXPIRE_ARGS["retention"]))
+    return warehouse
+
+
+def tag_reads(warehouse: Path, name: str) -> dict:
+    """A tag's rows through pypaimon's time travel."""
+    return rows_by_key(fresh_table(warehouse).copy({"scan.tag-name": name}), KEY)
+
+
+@pytest.mark.parametrize("failpoint", TAG_STEPS)
+def test_tag_deletion_crash(failpoint, template, tagged_template, zygote, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(tagged_template, warehouse)
+    crashed = zygote.run("delete-tag", str(warehouse), {"name": "a"}, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+    # the tag file goes first: no tag is left naming deleted files
+    assert not (table_root(fresh_table(warehouse)) / "tag" / "tag-a").exists()
+    assert not diff_rows(tag_reads(warehouse, "b"), template.expected[2])
+    check_committed(warehouse, template, "expire", readable_from=template.latest_id - 1)
+    # what the crashed run left is orphaned, and orphan removal reclaims it
+    assert_orphans_removed(zygote, warehouse)
+    assert not diff_rows(tag_reads(warehouse, "b"), template.expected[2])
+    check_committed(warehouse, template, "expire")
+
+
+def test_tag_deletion_frees_files(template, tagged_template, zygote, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(tagged_template, warehouse)
+    done = zygote.run("delete-tag", str(warehouse), {"name": "a"})
+    assert done.returncode == 0, done.describe()
+    assert done.result["data_files"] >= 3  # so the crash cases stop among data files
+    assert unreferenced_files(fresh_table(warehouse)) == set()

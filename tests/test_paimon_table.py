@@ -341,7 +341,7 @@ def test_bad_arguments_raise_invalid_argument_and_change_nothing(warehouse, call
 
 
 def test_the_public_functions_take_no_test_hooks():
-    hooks = {"now_ms", "files", "snapshot_writer", "overrides", "older_than_ms"}
+    hooks = {"now_ms", "now", "files", "snapshot_writer", "overrides", "older_than_ms"}
     for name in dagster_paimon.__all__:
         value = getattr(dagster_paimon, name)
         if inspect.isfunction(value):

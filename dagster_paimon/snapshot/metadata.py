@@ -249,15 +249,19 @@ class TableMetadata:
         lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
         return [m for lst in lists for m, _ in self.manifest_list(lst)]
 
-    def live_files(self, snapshot: Snapshot) -> set[str]:
-        """Names of the data files a snapshot reads (base + delta with DELETEs applied)."""
+    def live_refs(self, snapshot: Snapshot) -> list[FileRef]:
+        """The data files a snapshot reads (base + delta with DELETEs applied)."""
         refs = [
             r
             for chunk in parallel_map(self.manifest_refs, self.data_manifests(snapshot))
             for r in chunk
         ]
         deleted = {r.identifier for r in refs if r.kind != ADD}
-        return {r.file_name for r in refs if r.kind == ADD and r.identifier not in deleted}
+        return [r for r in refs if r.kind == ADD and r.identifier not in deleted]
+
+    def live_files(self, snapshot: Snapshot) -> set[str]:
+        """Names of the data files a snapshot reads (base + delta with DELETEs applied)."""
+        return {r.file_name for r in self.live_refs(snapshot)}
 
     def index_files(self, index_manifest: str) -> list:
         """Entries of an index manifest; a missing one raises FileNotFoundError."""

@@ -269,3 +269,14 @@ class PaimonJava:
         harness = "org.apache.paimon.operation.PartitionExpireRun"
         out = self._run("partition expiry", harness, warehouse, database, table, now)
         return json.loads(out.strip().splitlines()[-1])
+
+
+def auto_tags(
+    java: PaimonJava, warehouse: str, database: str, table: str, *, delete: str | None = None
+) -> dict[str, int]:
+    """Run Paimon's TagAutoManager once on a table, or with `delete` its deleteTag (see
+    TagAuto.java); every tag and its snapshot afterwards."""
+    extra = ("delete", delete) if delete is not None else ()
+    out = java._run("tag handling", "TagAuto", warehouse, database, table, *extra)
+    pairs = (line.split("\t") for line in out.splitlines() if "\t" in line)
+    return {name: int(snapshot) for name, snapshot in pairs}
