@@ -17,6 +17,8 @@ _ERRORS = (
     "InvalidTableSpecError",
     "InvalidOptionError",
     "SnapshotNotFoundError",
+    "TagNotFoundError",
+    "ConsumerNotFoundError",
     "CorruptFileError",
     "CorruptMetadataError",
     "SchemaMismatchError",

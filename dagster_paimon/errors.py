@@ -47,6 +47,14 @@ class SnapshotNotFoundError(InputError):
     """A requested snapshot id does not exist (never written, or expired)."""
 
 
+class TagNotFoundError(InputError):
+    """A named tag does not exist."""
+
+
+class ConsumerNotFoundError(InputError):
+    """A named streaming consumer does not exist."""
+
+
 class CorruptMetadataError(DagsterPaimonError):
     """Snapshot, manifest or level metadata violates an LSM invariant."""
 
