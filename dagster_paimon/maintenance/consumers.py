@@ -146,13 +146,13 @@ class ConsumerResetResult(Reported):
         )
 
 
-def list_consumers(table: FileStoreTable, *, files: TableFiles | None = None) -> ConsumerList:
+def list_consumers(table: FileStoreTable) -> ConsumerList:
     """Every consumer of the table's main branch; reads only.
 
     Raises MaintenanceAbortedError (not input) for a consumer file that cannot be decoded.
     """
     start = time.perf_counter()
-    found = _meta(table, files).consumers()
+    found = _meta(table, None).consumers()
     return ConsumerList(
         table=_name(table), consumers=tuple(found), seconds=time.perf_counter() - start
     )
@@ -229,8 +229,6 @@ def expire_consumers(
     *,
     expiration_time: timedelta | None = None,
     dry_run: bool = False,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
 ) -> ConsumerRemovalResult:
     """Remove consumers not written for `expiration_time` (None: the table's
     consumer.expiration-time; when that is unset too, nothing expires).
@@ -242,6 +240,18 @@ def expire_consumers(
     expiration_ms = None
     if expiration_time is not None:
         expiration_ms = timedelta_ms(expiration_time, "expiration_time")
+    return _expire_consumers(table, expiration_ms=expiration_ms, dry_run=dry_run)
+
+
+def _expire_consumers(
+    table: FileStoreTable,
+    *,
+    expiration_ms: int | None = None,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    files: TableFiles | None = None,
+) -> ConsumerRemovalResult:
+    """expire_consumers with the tests' hooks: a clock and a file store."""
     return run_planned(
         lambda: plan_consumer_expiry(
             table, expiration_ms=expiration_ms, now_ms=now_ms, files=files
@@ -257,7 +267,6 @@ def clear_consumers(
     including: str = ".*",
     excluding: str | None = None,
     dry_run: bool = False,
-    files: TableFiles | None = None,
 ) -> ConsumerRemovalResult:
     """Remove the consumers whose id fully matches `including` and not `excluding`
     (Java's clear_consumers procedure).
@@ -266,18 +275,14 @@ def clear_consumers(
     TransientStoreError.
     """
     return run_planned(
-        lambda: plan_consumer_clear(table, including=including, excluding=excluding, files=files),
-        lambda plan: execute_consumer_removal(table, plan, files=files),
+        lambda: plan_consumer_clear(table, including=including, excluding=excluding),
+        lambda plan: execute_consumer_removal(table, plan),
         dry_run=dry_run,
     )
 
 
 def reset_consumer(
-    table: FileStoreTable,
-    consumer_id: str,
-    next_snapshot: int,
-    *,
-    files: TableFiles | None = None,
+    table: FileStoreTable, consumer_id: str, next_snapshot: int
 ) -> ConsumerResetResult:
     """Make a consumer read `next_snapshot` next (Java's reset_consumer procedure).
 
@@ -292,7 +297,7 @@ def reset_consumer(
         raise InvalidArgumentError(f"consumer id must be a non-empty name, got {consumer_id!r}")
     if isinstance(next_snapshot, bool) or not isinstance(next_snapshot, int) or next_snapshot < 1:
         raise InvalidArgumentError(f"next snapshot must be an int >= 1, got {next_snapshot!r}")
-    meta = _meta(table, files)
+    meta = _meta(table, None)
     current = {c.consumer_id: c for c in meta.consumers()}.get(consumer_id)
     if current is None:
         raise ConsumerNotFoundError(

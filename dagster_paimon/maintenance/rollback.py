@@ -63,7 +63,7 @@ class RollbackResult(Reported):
     """What a rollback removed (or, dry, would remove)."""
 
     table: str
-    target: int
+    target_snapshot: int
     target_of: str
     previous_latest: int
     removed_snapshots: tuple[int, ...]
@@ -77,7 +77,7 @@ class RollbackResult(Reported):
 
     FIELDS = {
         "table": DETAIL,
-        "target": METRIC,
+        "target_snapshot": METRIC,
         "target_of": DETAIL,
         "previous_latest": METRIC,
         "removed_snapshots": METRIC,
@@ -94,7 +94,7 @@ class RollbackResult(Reported):
         """One human line."""
         removes = self.removed_snapshots or self.removed_changelogs or self.removed_tags
         if not removes and self.restored_from_tag is None:
-            return f"{self.table}: already at snapshot {self.target} ({self.target_of})"
+            return f"{self.table}: already at snapshot {self.target_snapshot} ({self.target_of})"
         verb = "would roll back" if self.dry_run else "rolled back"
         parts = [f"{len(self.removed_snapshots)} snapshots"]
         if self.removed_changelogs:
@@ -107,7 +107,7 @@ class RollbackResult(Reported):
             else ""
         )
         return (
-            f"{self.table}: {verb} from snapshot {self.previous_latest} to {self.target} "
+            f"{self.table}: {verb} from snapshot {self.previous_latest} to {self.target_snapshot} "
             f"({self.target_of}): removing {', '.join(parts)}, {self.deleted_data_files} data "
             f"and {self.deleted_metadata_files} metadata files{restored}"
         )
@@ -135,7 +135,7 @@ class RollbackPlan:
         """What executing the plan would do."""
         return RollbackResult(
             table=self.table,
-            target=self.target,
+            target_snapshot=self.target,
             target_of=self.target_of,
             previous_latest=self.previous_latest,
             removed_snapshots=self.snapshot_ids,
@@ -399,7 +399,6 @@ def rollback_to(
     tag: str | None = None,
     timestamp: datetime | None = None,
     dry_run: bool = False,
-    files: TableFiles | None = None,
 ) -> RollbackResult:
     """Roll the table back to exactly one of: a snapshot id, a tag, or the newest snapshot
     committed at or before a time (a naive datetime is UTC).
@@ -408,6 +407,21 @@ def rollback_to(
     not input: StaleMaintenancePlanError (the table changed meanwhile; nothing changed),
     MaintenanceAbortedError, TransientStoreError.
     """
+    return _rollback_to(
+        table, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, dry_run=dry_run
+    )
+
+
+def _rollback_to(
+    table: FileStoreTable,
+    *,
+    snapshot_id: int | None = None,
+    tag: str | None = None,
+    timestamp: datetime | None = None,
+    dry_run: bool = False,
+    files: TableFiles | None = None,
+) -> RollbackResult:
+    """rollback_to with the tests' hook: a file store."""
     return run_planned(
         lambda: plan_rollback(
             table, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, files=files

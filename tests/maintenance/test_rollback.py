@@ -175,7 +175,7 @@ def test_rollback_to_a_timestamp(warehouse):
     h.append()
     h.append()
     result = rollback_to(h.table, timestamp=cut)
-    assert result.target == 2 and result.removed_snapshots == (4, 3)
+    assert result.target_snapshot == 2 and result.removed_snapshots == (4, 3)
     assert latest_rows(h.table) == h.at[2]
     assert_whole(h.table, h.reads)
     with pytest.raises(SnapshotNotFoundError, match="at or before"):
