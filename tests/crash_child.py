@@ -2,7 +2,7 @@
 
     python -m tests.crash_child <op> <warehouse> <json args>
 
-ops: compact, ingest, overwrite, expire, compact-manifests, remove-orphans, `writer` (a
+ops: compact, ingest, overwrite, expire, compact-manifests, remove-orphans, rollback, `writer` (a
 pypaimon upsert loop printing one JSON line per acknowledged commit, for the stress test),
 `racing-ingest` (an ingest during which pypaimon commits `rival` rows, after the ingest read its
 base snapshot and wrote its files) and `ingests` (several ingests in a row, started when the
@@ -50,6 +50,7 @@ OPS = (
     "expire",
     "compact-manifests",
     "remove-orphans",
+    "rollback",
     "writer",
     "racing-ingest",
     "ingests",
@@ -204,6 +205,11 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
         now_ms = int(time.time() * 1000) + HOUR_MS
         result = remove_orphans(table, older_than_ms=1, now_ms=now_ms)
         return {"orphans": sorted(result.orphans)}
+    if op == "rollback":
+        from dagster_paimon.maintenance.rollback import rollback_to
+
+        result = rollback_to(table, snapshot_id=int(args["snapshot_id"]))
+        return {"removed": list(result.removed_snapshots)}
     raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
 
 
