@@ -261,3 +261,32 @@ def test_branch_files_are_kept(hist):
     rollback_to(table, snapshot_id=5)
     assert latest_rows(table) == hist.at[5]
     assert latest_rows(branch) == expected
+
+
+def test_rollback_to_an_old_tag_removes_newer_changelogs(warehouse):
+    options = {
+        "changelog-producer": "input",
+        "changelog.num-retained.min": "20",
+        "changelog.num-retained.max": "30",
+    }
+    h = History(warehouse, **options)
+    for _ in range(6):
+        h.append()
+    h.table.create_tag("t2", 2)
+    overrides = EXPIRE_ALL_BUT_LAST.__class__(retain_min=2, retain_max=2, time_retained_ms=0)
+    expire_snapshots(h.table, overrides=overrides, now_ms=later_ms())
+    assert snapshot_ids(h.table) == [5, 6]
+    assert changelog_ids(h.table) == [1, 2, 3, 4]
+
+    result = rollback_to(h.table, tag="t2")
+
+    assert result.removed_changelogs == (4, 3) and result.restored_from_tag == "t2"
+    assert snapshot_ids(h.table) == [2]
+    assert changelog_ids(h.table) == [1, 2]
+    with open(os.path.join(h.table.table_path, "changelog", "LATEST")) as f:
+        assert f.read() == "2"
+    assert latest_rows(h.table) == h.at[2]
+    assert_whole(h.table, h.reads)
+    h.rolled_back(2)
+    assert h.append() == 3
+    assert latest_rows(h.table) == h.at[3]
