@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import click
@@ -758,6 +758,129 @@ def auto_tag(shared: Shared, dry_run: bool) -> tuple[dict, str]:
 
 
 @command(
+    "list-consumers",
+    "list streaming consumers and the snapshot each reads next",
+    "dagster-paimon list-consumers --table db.orders",
+)
+def list_consumers(shared: Shared) -> tuple[dict, str]:
+    """List the table's streaming consumers (consumer/consumer-<id>), the snapshot each reads
+    next and when it was last written; snapshot expiry keeps the oldest of them."""
+    from dagster_paimon.maintenance.consumers import list_consumers
+
+    result = list_consumers(table_of(shared))
+    return result.to_dict(), result.summary()
+
+
+@command(
+    "expire-consumers",
+    "remove consumers not written for a while",
+    "dagster-paimon expire-consumers --table db.orders --expiration-time 7d --dry-run",
+)
+@click.option(
+    "--expiration-time",
+    type=Duration(),
+    help="remove consumers last written longer ago than this (default: the table's "
+    "consumer.expiration-time; unset, none expires)",
+)
+@click.option("--dry-run", is_flag=True, help="list, delete nothing")
+def expire_consumers(
+    shared: Shared, expiration_time: timedelta | None, dry_run: bool
+) -> tuple[dict, str]:
+    """Remove consumers whose file was last written more than the expiration time ago, so a
+    reader that left stops holding back snapshot expiry."""
+    from dagster_paimon.maintenance.consumers import expire_consumers
+
+    result = expire_consumers(table_of(shared), expiration_time=expiration_time, dry_run=dry_run)
+    return result.to_dict(), result.summary()
+
+
+@command(
+    "clear-consumers",
+    "remove consumers by id pattern",
+    "dagster-paimon clear-consumers --table db.orders --including 'flink-.*' --excluding 'prod'",
+)
+@click.option(
+    "--including",
+    default=".*",
+    show_default=True,
+    help="regular expression a consumer id must match in full",
+)
+@click.option("--excluding", help="regular expression of consumer ids to keep")
+@click.option("--dry-run", is_flag=True, help="list, delete nothing")
+def clear_consumers(
+    shared: Shared, including: str, excluding: str | None, dry_run: bool
+) -> tuple[dict, str]:
+    """Remove the consumers whose id fully matches --including and not --excluding (Paimon's
+    clear_consumers procedure)."""
+    from dagster_paimon.maintenance.consumers import clear_consumers
+
+    result = clear_consumers(
+        table_of(shared), including=including, excluding=excluding, dry_run=dry_run
+    )
+    return result.to_dict(), result.summary()
+
+
+@command(
+    "reset-consumer",
+    "move a consumer to another snapshot",
+    "dagster-paimon reset-consumer --table db.orders --consumer flink-a --next-snapshot 42",
+)
+@click.option("--consumer", "consumer_id", required=True, metavar="ID", help="the consumer id")
+@click.option(
+    "--next-snapshot", type=COUNT, required=True, metavar="N", help="the snapshot to read next"
+)
+def reset_consumer(shared: Shared, consumer_id: str, next_snapshot: int) -> tuple[dict, str]:
+    """Make an existing consumer read snapshot N next; the snapshot must exist."""
+    from dagster_paimon.maintenance.consumers import reset_consumer
+
+    result = reset_consumer(table_of(shared), consumer_id, next_snapshot)
+    return result.to_dict(), result.summary()
+
+
+def _timestamp(value: str | None) -> datetime | None:
+    """An ISO 8601 time (a naive one is UTC)."""
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError as e:
+        raise click.BadParameter(
+            f"{value!r} is not an ISO 8601 time", param_hint="'--timestamp'"
+        ) from e
+
+
+@command(
+    "rollback",
+    "roll back to a snapshot, a tag or a time",
+    "dagster-paimon rollback --table db.orders --tag daily-2024-06-01 --dry-run",
+)
+@click.option("--snapshot", "snapshot_id", type=COUNT, metavar="N", help="the snapshot id")
+@click.option("--tag", metavar="NAME", help="the tag")
+@click.option(
+    "--timestamp", metavar="ISO", help="the newest snapshot at or before this time (naive: UTC)"
+)
+@click.option("--dry-run", is_flag=True, help="list, delete nothing")
+def rollback(
+    shared: Shared,
+    snapshot_id: int | None,
+    tag: str | None,
+    timestamp: str | None,
+    dry_run: bool,
+) -> tuple[dict, str]:
+    """Roll the table back to exactly one of --snapshot, --tag or --timestamp: newer snapshots,
+    long-lived changelogs and tags are removed with the files only they used."""
+    when = _timestamp(timestamp)
+    if sum(x is not None for x in (snapshot_id, tag, when)) != 1:
+        raise click.UsageError("give exactly one of --snapshot, --tag or --timestamp")
+    from dagster_paimon.maintenance.rollback import rollback_to
+
+    result = rollback_to(
+        table_of(shared), snapshot_id=snapshot_id, tag=tag, timestamp=when, dry_run=dry_run
+    )
+    return result.to_dict(), result.summary()
+
+
+@command(
     "tables",
     "list primary-key tables with a health summary",
     "dagster-paimon tables --warehouse s3://bucket/wh --match 'shop.*' --exclude '*.tmp_*'",
@@ -896,6 +1019,11 @@ for _command in (
     delete_tag,
     expire_tags,
     auto_tag,
+    list_consumers,
+    expire_consumers,
+    clear_consumers,
+    reset_consumer,
+    rollback,
     tables,
 ):
     cli.add_command(_command)

@@ -55,6 +55,10 @@ class TagExistsError(InputError):
     """A tag of that name already exists (Paimon refuses to create it again)."""
 
 
+class ConsumerNotFoundError(InputError):
+    """A named streaming consumer does not exist."""
+
+
 class CorruptMetadataError(DagsterPaimonError):
     """Snapshot, manifest or level metadata violates an LSM invariant."""
 

@@ -27,6 +27,8 @@ FILE_DELETED = "file-deleted"
 DATA_FILES_EXPIRED = "data-files-expired"
 METADATA_EXPIRED = "metadata-expired"
 RECORDS_EXPIRED = "records-expired"
+ROLLBACK_LATEST_MOVED = "rollback-latest-moved"
+ROLLBACK_RECORDS_REMOVED = "rollback-records-removed"
 
 ALL = (
     DATA_FILE_WRITTEN,
@@ -40,6 +42,8 @@ ALL = (
     DATA_FILES_EXPIRED,
     METADATA_EXPIRED,
     RECORDS_EXPIRED,
+    ROLLBACK_LATEST_MOVED,
+    ROLLBACK_RECORDS_REMOVED,
 )
 
 _hits: Counter[str] = Counter()

@@ -9,7 +9,7 @@ snapshots and schema changes other writers committed since it was opened.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Literal
 
 import pyarrow as pa
@@ -28,6 +28,15 @@ from dagster_paimon.lsm.compaction import (
 )
 from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
+from dagster_paimon.maintenance.consumers import (
+    ConsumerList,
+    ConsumerRemovalResult,
+    ConsumerResetResult,
+    clear_consumers,
+    expire_consumers,
+    list_consumers,
+    reset_consumer,
+)
 from dagster_paimon.maintenance.doctor import DoctorResult, doctor
 from dagster_paimon.maintenance.expire import ExpiryResult, expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.manifests import ManifestCompactionResult, compact_manifests
@@ -37,6 +46,7 @@ from dagster_paimon.maintenance.partitions import (
     Strategy,
     expire_partitions,
 )
+from dagster_paimon.maintenance.rollback import RollbackResult, rollback_to
 from dagster_paimon.maintenance.tags import (
     TagInfo,
     TagResult,
@@ -349,6 +359,62 @@ class PaimonTable:
         changed then.
         """
         return doctor(self.paimon, repair=repair)
+
+    def consumers(self) -> ConsumerList:
+        """The streaming consumers and the snapshot each reads next (snapshot expiry keeps it).
+
+        Raises MaintenanceAbortedError (not input) for a consumer file that cannot be decoded.
+        """
+        return list_consumers(self.paimon)
+
+    def expire_consumers(
+        self, *, expiration_time: timedelta | None = None, dry_run: bool = False
+    ) -> ConsumerRemovalResult:
+        """Remove consumers not written for `expiration_time` (None: the table's
+        consumer.expiration-time; unset, none expires), so they stop holding back expiry.
+
+        Raises InvalidArgumentError (a negative duration), InvalidOptionError (a malformed
+        consumer.expiration-time).
+        """
+        return expire_consumers(self.paimon, expiration_time=expiration_time, dry_run=dry_run)
+
+    def clear_consumers(
+        self, *, including: str = ".*", excluding: str | None = None, dry_run: bool = False
+    ) -> ConsumerRemovalResult:
+        """Remove the consumers whose id fully matches `including` and not `excluding`.
+
+        Raises InvalidArgumentError (a malformed regular expression).
+        """
+        return clear_consumers(
+            self.paimon, including=including, excluding=excluding, dry_run=dry_run
+        )
+
+    def reset_consumer(self, consumer_id: str, next_snapshot: int) -> ConsumerResetResult:
+        """Make an existing consumer read `next_snapshot` next.
+
+        Raises InvalidArgumentError, ConsumerNotFoundError, SnapshotNotFoundError.
+        """
+        return reset_consumer(self.paimon, consumer_id, next_snapshot)
+
+    def rollback(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: datetime | None = None,
+        dry_run: bool = False,
+    ) -> RollbackResult:
+        """Roll back to exactly one of a snapshot id, a tag, or the newest snapshot at or before
+        a time (naive: UTC), removing newer snapshots, changelogs and tags and the files only
+        they used.
+
+        Raises InvalidArgumentError, SnapshotNotFoundError (never written or expired, and no
+        tag holds it), TagNotFoundError; nothing is changed then. StaleMaintenancePlanError
+        when a commit lands meanwhile (nothing changed either).
+        """
+        return rollback_to(
+            self.paimon, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, dry_run=dry_run
+        )
 
 
 def _check_identifier(identifier: str) -> None:

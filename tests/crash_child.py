@@ -3,8 +3,8 @@
     python -m tests.crash_child <op> <warehouse> <json args>
 
 ops: compact, ingest, overwrite, expire, compact-manifests, expire-partitions, remove-orphans,
-`writer` (a pypaimon upsert loop printing one JSON line per acknowledged commit, for the stress
-test),
+delete-tag, rollback, `writer` (a pypaimon upsert loop printing one JSON line per acknowledged
+commit, for the stress test),
 `racing-ingest` (an ingest during which pypaimon commits `rival` rows, after the ingest read its
 base snapshot and wrote its files) and `ingests` (several ingests in a row, started when the
 parent creates `go` in the `gate` directory).
@@ -53,6 +53,7 @@ OPS = (
     "expire-partitions",
     "remove-orphans",
     "delete-tag",
+    "rollback",
     "writer",
     "racing-ingest",
     "ingests",
@@ -223,6 +224,11 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
 
         result = delete_tag(table, args["name"])
         return {"deleted": list(result.deleted), "data_files": result.deleted_data_files}
+    if op == "rollback":
+        from dagster_paimon.maintenance.rollback import rollback_to
+
+        result = rollback_to(table, snapshot_id=int(args["snapshot_id"]))
+        return {"removed": list(result.removed_snapshots)}
     raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
 
 

@@ -541,3 +541,42 @@ def test_tag_deletion_frees_files(template, tagged_template, zygote, tmp_path):
     assert done.returncode == 0, done.describe()
     assert done.result["data_files"] >= 3  # so the crash cases stop among data files
     assert unreferenced_files(fresh_table(warehouse)) == set()
+
+
+ROLLBACK_TARGET = 3
+ROLLBACK_STEPS = (
+    fp.ROLLBACK_LATEST_MOVED,
+    fp.FILE_DELETED,  # snapshot 7 removed
+    f"{fp.FILE_DELETED}@3",  # snapshots 7, 6 and 5 removed
+    fp.ROLLBACK_RECORDS_REMOVED,  # snapshots 7-4 and the tag removed
+    f"{fp.FILE_DELETED}@6",  # the first data file deleted
+)
+
+
+@pytest.mark.parametrize("failpoint", ROLLBACK_STEPS)
+def test_rollback_crash(failpoint, template, zygote, tmp_path):
+    """A rollback to snapshot 3 (a tag on 6 goes too) killed at each step leaves a table whose
+    latest snapshot reads as the old latest or the target, every listed snapshot as it did; a
+    rerun finishes the rollback, and orphan removal leaves only referenced files."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    fresh_table(warehouse).create_tag("t6", 6)
+    args = {"snapshot_id": ROLLBACK_TARGET}
+    crashed = zygote.run("rollback", str(warehouse), args, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+
+    table = fresh_table(warehouse)
+    ids = snapshot_ids(table)
+    assert ids == list(range(1, ids[-1] + 1)) and ids[-1] >= ROLLBACK_TARGET
+    latest = rows_by_key(table, KEY)
+    assert latest in (template.expected[ids[-1]], template.expected[ROLLBACK_TARGET])
+    check_snapshots(table, KEY, lambda s: template.expected[s.id])
+
+    rerun = zygote.run("rollback", str(warehouse), args)
+    assert rerun.returncode == 0, rerun.describe()
+    table = fresh_table(warehouse)
+    assert snapshot_ids(table) == list(range(1, ROLLBACK_TARGET + 1))
+    assert rows_by_key(table, KEY) == template.expected[ROLLBACK_TARGET]
+    assert table.tag_manager().list_tags() == []
+    assert_orphans_removed(zygote, warehouse)
+    assert rows_by_key(fresh_table(warehouse), KEY) == template.expected[ROLLBACK_TARGET]

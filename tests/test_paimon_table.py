@@ -25,6 +25,9 @@ from pypaimon.table.file_store_table import FileStoreTable
 import dagster_paimon
 from dagster_paimon import (
     CompactionResult,
+    ConsumerList,
+    ConsumerRemovalResult,
+    ConsumerResetResult,
     DatabaseNotFoundError,
     DoctorResult,
     ExpiryResult,
@@ -34,6 +37,7 @@ from dagster_paimon import (
     OrphanResult,
     PaimonTable,
     PartitionExpiryResult,
+    RollbackResult,
     SchemaMismatchError,
     TableHealth,
     TableNotFoundError,
@@ -50,7 +54,14 @@ from dagster_paimon.table import open_catalog
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import DAYS, KEY, SCHEMA, cdc_batch
-from tests.maintenance.oracle import age_tree, all_files, changelog_ids, rows_at, snapshot_ids
+from tests.maintenance.oracle import (
+    age_tree,
+    all_files,
+    changelog_ids,
+    rows_at,
+    set_consumer,
+    snapshot_ids,
+)
 
 IDENTIFIER = "db.cdc"
 
@@ -374,6 +385,10 @@ RESULTS = {
     TableHealth,
     HealthTotals,
     BucketHealth,
+    ConsumerList,
+    ConsumerRemovalResult,
+    ConsumerResetResult,
+    RollbackResult,
 }
 OLD_SPELLINGS = {
     "files_rewritten",
@@ -427,7 +442,13 @@ def test_every_result_reports_its_field_map_as_json(warehouse):
         table.compact_manifests(full=True),
         table.remove_orphans(dry_run=True),
         table.doctor(),
+        table.consumers(),
+        table.expire_consumers(expiration_time=timedelta(days=1), dry_run=True),
+        table.clear_consumers(dry_run=True),
+        table.rollback(snapshot_id=table.health().snapshot_id or 1, dry_run=True),
     ]
+    set_consumer(table.paimon, "stream", 1)
+    results.append(table.reset_consumer("stream", table.health().snapshot_id or 1))
     assert {type(r) for r in results} == RESULTS
     for result in results:
         as_dict = result.to_dict()

@@ -21,6 +21,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 from dagster_paimon.errors import RepairRefusedError, StaleMaintenancePlanError
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.index import index_path
+from dagster_paimon.maintenance.rollback import drop_newest_snapshots
 from dagster_paimon.partition import Partition
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned
 from dagster_paimon.snapshot.metadata import (
@@ -645,10 +646,7 @@ def execute_repair(
         _check_unchanged(meta, report, set(removing))
         for commit in report.rollback:
             log.warning("rolling back unreadable %s", commit.describe())
-        # a reader must not follow LATEST to a removed snapshot, so this write may not fail
-        meta.file_io.overwrite_file_utf8(f"{directory}/{LATEST}", str(kept[-1]))
-        for i in removing:
-            files.delete_files([meta.snapshot_path(i)])
+        drop_newest_snapshots(meta, files, kept[-1], removing)
     ids = meta.ids(directory, SNAPSHOT_PREFIX)
     if removing and ids[-1] != kept[-1]:
         log.error("snapshot %d was committed during the rollback; run the doctor again", ids[-1])

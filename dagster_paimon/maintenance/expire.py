@@ -65,6 +65,7 @@ class PlanGuard:
     tags: frozenset[tuple[str, int]] = frozenset()
     branches: frozenset[str] = frozenset()
     check_consumers: bool = True
+    consumer_cutoff_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -162,13 +163,17 @@ def _now_ms(now_ms: int | None) -> int:
 
 
 def _guard(
-    meta: TableMetadata, tags: list[tuple[str, Snapshot]], check_consumers: bool
+    meta: TableMetadata,
+    tags: list[tuple[str, Snapshot]],
+    check_consumers: bool,
+    consumer_cutoff_ms: int | None,
 ) -> PlanGuard:
     """The protections in force when planning."""
     return PlanGuard(
         tags=frozenset((name, s.id) for name, s in tags),
         branches=frozenset(b.name for b in meta.branches()[1:]),
         check_consumers=check_consumers,
+        consumer_cutoff_ms=consumer_cutoff_ms,
     )
 
 
@@ -265,7 +270,9 @@ def _plan_snapshots(
         return ExpiryPlan(name, SNAPSHOTS)
     earliest, latest = ids[0], ids[-1]
     r = config.snapshot
-    consumer = None if config.consumer_changelog_only else meta.min_consumer_next()
+    cutoff = config.consumer_cutoff_ms(_now_ms(now_ms))
+    holds = config.consumers_hold_snapshots
+    consumer = meta.min_consumer_next(expired_before_ms=cutoff) if holds else None
     lo, hi = _window(r, earliest, latest, consumer)
     found = _expiring(meta.snapshots, r, earliest, (lo, hi), now_ms, next_snapshot=True)
     if found is None:
@@ -319,7 +326,7 @@ def _plan_snapshots(
         tuple(data),
         tuple(metadata),
         write_changelogs=decoupled,
-        guard=_guard(meta, tags, check_consumers=not config.consumer_changelog_only),
+        guard=_guard(meta, tags, check_consumers=holds, consumer_cutoff_ms=cutoff),
     )
 
 
@@ -343,7 +350,9 @@ def _plan_changelogs(
         return ExpiryPlan(name, CHANGELOGS, changelog_ids[0] if changelog_ids else None)
     earliest, latest_changelog = changelog_ids[0], changelog_ids[-1]
     r = config.changelog
-    lo, hi = _window(r, earliest, snapshot_ids[-1], meta.min_consumer_next())
+    cutoff = config.consumer_cutoff_ms(_now_ms(now_ms))
+    consumer = meta.min_consumer_next(expired_before_ms=cutoff)
+    lo, hi = _window(r, earliest, snapshot_ids[-1], consumer)
     window = (lo, min(hi, latest_changelog))
     found = _expiring(meta.changelogs, r, earliest, window, now_ms, next_snapshot=False)
     if found is None:
@@ -378,7 +387,7 @@ def _plan_changelogs(
         tuple(c.id for c in expiring),
         tuple(_paths(meta, refs, protected)),
         tuple(dict.fromkeys(metadata)),
-        guard=_guard(meta, tags, check_consumers=True),
+        guard=_guard(meta, tags, check_consumers=True, consumer_cutoff_ms=cutoff),
     )
 
 
@@ -438,7 +447,9 @@ def _check_guard(meta: TableMetadata, plan: ExpiryPlan, end: int) -> None:
     new_branches = {b.name for b in meta.branches()[1:]} - plan.guard.branches
     if new_branches:
         raise StaleMaintenancePlanError(f"branches {sorted(new_branches)} appeared; re-plan")
-    consumer = meta.min_consumer_next() if plan.guard.check_consumers else None
+    guard = plan.guard
+    cutoff = guard.consumer_cutoff_ms
+    consumer = meta.min_consumer_next(expired_before_ms=cutoff) if guard.check_consumers else None
     if consumer is not None and consumer < end:
         raise StaleMaintenancePlanError(
             f"a consumer now reads from snapshot {consumer}, below the planned end {end}"

@@ -11,6 +11,7 @@ from dagster_paimon.options import (
     CHANGELOG_RETAIN_MIN,
     CHANGELOG_TIME_RETAINED,
     CONSUMER_CHANGELOG_ONLY,
+    CONSUMER_EXPIRATION_TIME,
     MANIFEST_FULL_COMPACTION_SIZE,
     MANIFEST_MERGE_MIN_COUNT,
     MANIFEST_TARGET_SIZE,
@@ -87,11 +88,24 @@ class ExpireConfig:
     changelog: Retention
     consumer_changelog_only: bool = False
     produce_changelog: bool = False
+    consumer_expiration_ms: int | None = None
 
     @property
     def changelog_decoupled(self) -> bool:
         """Expired snapshots live on as changelogs when changelog retention is longer."""
         return self.changelog.longer_than(self.snapshot)
+
+    @property
+    def consumers_hold_snapshots(self) -> bool:
+        """Whether consumers bound snapshot expiry: consumer.changelog-only lifts that only
+        when the changelog lifecycle is decoupled (Java's CoreOptions.consumerChangelogOnly)."""
+        return not (self.consumer_changelog_only and self.changelog_decoupled)
+
+    def consumer_cutoff_ms(self, now_ms: int) -> int | None:
+        """Consumers last written before this are expired (consumer.expiration-time)."""
+        if self.consumer_expiration_ms is None:
+            return None
+        return now_ms - self.consumer_expiration_ms
 
     @classmethod
     def from_table_options(
@@ -124,7 +138,13 @@ class ExpireConfig:
             changelog=changelog,
             consumer_changelog_only=flag(options, CONSUMER_CHANGELOG_ONLY),
             produce_changelog=changelog_producer(options) != "none",
+            consumer_expiration_ms=consumer_expiration_ms(options),
         )
+
+
+def consumer_expiration_ms(options: Mapping[str, str]) -> int | None:
+    """consumer.expiration-time in ms; None when unset (Java: no default, consumers stay)."""
+    return read_option(options, CONSUMER_EXPIRATION_TIME, duration_ms, None)
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,24 @@ class FileRef:
 
 
 @dataclass(frozen=True)
+class Consumer:
+    """A streaming reader's position: consumer-<id> holding {"nextSnapshot": N}."""
+
+    consumer_id: str
+    next_snapshot: int
+    modified_ms: int
+    path: str
+
+    def to_dict(self) -> dict:
+        """The JSON of one consumer."""
+        return {
+            "consumer_id": self.consumer_id,
+            "next_snapshot": self.next_snapshot,
+            "modified_ms": self.modified_ms,
+        }
+
+
+@dataclass(frozen=True)
 class Branch:
     """Where one branch keeps its snapshots, tags, changelogs and consumers."""
 
@@ -168,12 +186,16 @@ class TableMetadata:
         ]
         return sorted(tags, key=lambda nt: (nt[1].id, nt[0]))
 
-    def min_consumer_next(self, branch: Branch | None = None) -> int | None:
-        """The smallest snapshot a streaming consumer will read next; it must survive."""
+    def consumers(self, branch: Branch | None = None) -> list[Consumer]:
+        """Every consumer file of a branch (Java's ConsumerManager), in id order.
+
+        A consumer file removed while listing is skipped; one that cannot be decoded raises
+        MaintenanceAbortedError, since the snapshots it needs are unknown.
+        """
         directory = (branch or self.main).dir("consumer")
-        smallest = None
+        found = []
         for status in self.files.list_dir(directory):
-            if not status.name.startswith(CONSUMER_PREFIX):
+            if status.is_dir or not status.name.startswith(CONSUMER_PREFIX):
                 continue
             try:
                 text = self.file_io.read_file_utf8(f"{directory}/{status.name}")
@@ -185,8 +207,27 @@ class TableMetadata:
                     f"consumer file {status.name} cannot be read ({e}); refusing to expire "
                     "snapshots a consumer may still need"
                 ) from e
-            smallest = next_snapshot if smallest is None else min(smallest, next_snapshot)
-        return smallest
+            found.append(
+                Consumer(
+                    status.name[len(CONSUMER_PREFIX) :], next_snapshot, status.mtime_ms, status.path
+                )
+            )
+        return sorted(found, key=lambda c: c.consumer_id)
+
+    def min_consumer_next(
+        self, branch: Branch | None = None, *, expired_before_ms: int | None = None
+    ) -> int | None:
+        """The smallest snapshot a streaming consumer will read next; it must survive.
+
+        A consumer last written before `expired_before_ms` (consumer.expiration-time ago) is
+        expired: Java's commit path removes it before expiring snapshots, so it holds nothing.
+        """
+        live = [
+            c.next_snapshot
+            for c in self.consumers(branch)
+            if expired_before_ms is None or c.modified_ms >= expired_before_ms
+        ]
+        return min(live) if live else None
 
     def write_hint(self, directory: str, name: str, value: int) -> None:
         """EARLIEST/LATEST hints: readers fall back to listing, so a failure only logs."""

@@ -150,6 +150,16 @@ class PaimonJava:
             )
         return done.stdout
 
+    def rollback(self, warehouse: str, database: str, table: str, kind: str, target: str) -> None:
+        """Paimon's FileStoreTable.rollbackTo(snapshot id) or rollbackTo(tag name)."""
+        self._run("rollback", "PaimonRollback", warehouse, database, table, kind, target)
+
+    def consumers(self, warehouse: str, database: str, table: str, *action: str) -> dict:
+        """Paimon's ConsumerManager: `expire CUTOFF_MS`, `reset ID NEXT` or nothing; then every
+        consumer as {id: next snapshot}."""
+        out = self._run("consumers", "PaimonConsumers", warehouse, database, table, *action)
+        return json.loads(out.strip().splitlines()[-1])
+
     def read(self, warehouse: str, database: str, table: str) -> list[list]:
         """Every row Paimon's Java reader returns for the latest snapshot, in field order."""
         out = self._run("Java reader", "PaimonRead", warehouse, database, table)

@@ -167,3 +167,45 @@ def test_non_integer_counts_are_usage_errors(capsys, warehouse):
     code, out, err = run(capsys, "expire-snapshots", *table_args(warehouse), "--retain-min", "x")
     assert code == 2 and out == ""
     assert "'--retain-min': 'x' is not a valid integer" in err
+
+
+def test_consumer_commands(capsys, warehouse):
+    table = history(warehouse, 4)
+    set_consumer(table, "flink-a", 2)
+    set_consumer(table, "spark-b", 3)
+    args = table_args(warehouse)
+    code, out, err = run(capsys, "list-consumers", *args, "--json")
+    assert code == 0, err
+    assert [c["consumer_id"] for c in json.loads(out)["consumers"]] == ["flink-a", "spark-b"]
+    code, out, err = run(
+        capsys, "reset-consumer", *args, "--consumer", "flink-a", "--next-snapshot", "4"
+    )
+    assert code == 0 and "now reads snapshot 4" in out, err
+    code, _, err = run(capsys, "reset-consumer", *args, "--consumer", "x", "--next-snapshot", "4")
+    assert code == 2 and "does not exist" in err
+    code, out, err = run(capsys, "expire-consumers", *args, "--expiration-time", "1d", "--json")
+    assert code == 0 and json.loads(out)["removed"] == [], err
+    code, out, err = run(capsys, "clear-consumers", *args, "--including", "flink-.*", "--json")
+    assert code == 0 and json.loads(out)["removed"] == ["flink-a"], err
+    code, out, _ = run(capsys, "list-consumers", *args)
+    assert "spark-b: next snapshot 3" in out and "flink-a" not in out
+
+
+def test_rollback_command(capsys, warehouse):
+    table = history(warehouse, 5)
+    table.create_tag("t2", 2)
+    args = table_args(warehouse)
+    code, _, err = run(capsys, "rollback", *args)
+    assert code == 2 and "exactly one" in err
+    code, _, err = run(capsys, "rollback", *args, "--tag", "nope")
+    assert code == 2 and "does not exist" in err
+    code, _, err = run(capsys, "rollback", *args, "--timestamp", "yesterday")
+    assert code == 2
+    code, out, err = run(capsys, "rollback", *args, "--snapshot", "3", "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["removed_snapshots"] == [5, 4], err
+    assert snapshot_ids_of(warehouse) == [1, 2, 3, 4, 5]
+    code, out, err = run(capsys, "rollback", *args, "--tag", "t2")
+    assert code == 0 and "to 2 (tag t2)" in out, err
+    assert snapshot_ids_of(warehouse) == [1, 2]
+    code, out, err = run(capsys, "rollback", *args, "--timestamp", "2999-01-01T00:00:00")
+    assert code == 0 and "already at snapshot 2" in out, err
