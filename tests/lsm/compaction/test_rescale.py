@@ -251,3 +251,43 @@ def test_deletes_and_updates_merged(warehouse, old, new):
     assert {(e.total_buckets) for e in live} == {new}
     assert sum(e.file.row_count for e in live) == len(model)
     assert result.files_written == len(live)
+
+
+def test_paimon_table_rescale(warehouse):
+    from dagster_paimon import PaimonTable, RescaleResult
+
+    make(warehouse, bucket=2, partitioned=True)
+    model = fill(warehouse)
+    table = PaimonTable.open(warehouse, "db.t")
+    preview = table.rescale(bucket_num=3, partition={"dt": DAYS[1]}, dry_run=True)
+    assert isinstance(preview, RescaleResult) and preview.dry_run
+    result = table.rescale(bucket_num=3, partition={"dt": DAYS[1]})
+    assert result.metrics()["bucket_num"] == 3 and result.metrics()["files_written"] > 0
+    model.check()
+    assert {t for _, t in buckets_by_partition(warehouse)[(DAYS[1],)]} == {3}
+    assert {t for _, t in buckets_by_partition(warehouse)[(DAYS[0],)]} == {2}
+
+
+def test_cli_rescale(capsys, warehouse):
+    import json
+
+    from dagster_paimon.cli import main
+
+    make(warehouse, bucket=2, partitioned=True)
+    model = fill(warehouse)
+    base = ["rescale", "--warehouse", warehouse, "--table", "db.t"]
+    code = main([*base, "--bucket-num", "4", "--partition", f"dt={DAYS[0]}", "--dry-run"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "dry run" in out and latest_id(open_table(warehouse, "db.t")) == 3
+    code = main([*base, "--bucket-num", "4", "--partition", f"dt={DAYS[0]}", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["snapshot_id"] == 4 and payload["bucket_num"] == 4
+    assert payload["partitions"] == [{"dt": DAYS[0]}]
+    model.check()
+    code = main([*base, "--bucket-num", "0"])
+    _, err = capsys.readouterr()
+    assert code != 0 and "bucket-num" in err
+    assert latest_id(open_table(warehouse, "db.t")) == 4
