@@ -291,3 +291,24 @@ def test_cli_rescale(capsys, warehouse):
     _, err = capsys.readouterr()
     assert code != 0 and "bucket-num" in err
     assert latest_id(open_table(warehouse, "db.t")) == 4
+
+
+def test_our_ingest_refuses_a_partition_of_another_bucket_count(warehouse):
+    """As Java's writers: appending with the table's old count into a rescaled partition
+    would duplicate keys across buckets; refused, nothing written. Overwrite is allowed."""
+    from dagster_paimon.errors import InvalidOptionError
+    from dagster_paimon.ingest.arrow import ingest_arrow
+
+    make(warehouse, bucket=2, partitioned=True)
+    model = fill(warehouse)
+    rescale_table(TableRef(warehouse, "db.t"), bucket_num=4, partition={"dt": DAYS[0]})
+    table = open_table(warehouse, "db.t")
+    before, on_disk = latest_id(table), data_files_on_disk(table)
+    with pytest.raises(InvalidOptionError, match="rescaled"):
+        ingest_arrow(table, rows([0, 2, 300], "x"))
+    assert latest_id(open_table(warehouse, "db.t")) == before
+    assert data_files_on_disk(open_table(warehouse, "db.t")) == on_disk
+    ingest_arrow(open_table(warehouse, "db.t"), rows([1, 3, 301], "y"))  # the other partition
+    for r in rows([1, 3, 301], "y").to_pylist():
+        model.rows[(r["dt"], r["id"])] = r
+    model.check()
