@@ -11,23 +11,29 @@ Here each source bucket is one task (the compaction TaskExecutor runs them, loca
 its sorted runs are merged as a full compaction merges them (merge engine, deletion vectors,
 record-level expiry; deletes dropped) and the merged rows hashed into level-0 files of the new
 buckets. Keys never share two source buckets, so the files one target bucket gets from several
-tasks hold disjoint keys. The commit is the OverwriteProducer's, checked as strict mode checks it:
-the live files of the rescaled partitions must still be exactly those the rescale read.
+tasks hold disjoint keys; a second task per target bucket merges them into one sorted run at the
+top level (a single file is only moved there), where every reader reads it (deletion-vector
+tables never read level 0) with no changelog written: the rows did not change. The
+intermediate level-0 files are deleted before the commit. The commit is the OverwriteProducer's,
+checked as strict mode checks it: the live files of the rescaled partitions must still be
+exactly those the rescale read.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
+from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.commit.producers import OverwriteProducer
 from dagster_paimon.errors import (
     CommitConflictError,
@@ -36,14 +42,16 @@ from dagster_paimon.errors import (
     transient_errors,
 )
 from dagster_paimon.io.kv import VALUE_KIND, value_schema
+from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.lsm.compaction.compact import check_supported, compaction_job_options
 from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor, Work
 from dagster_paimon.lsm.compaction.plan import RewriteGroup, TaskPlan
 from dagster_paimon.lsm.compaction.postpone import discard_placed
-from dagster_paimon.lsm.compaction.rewriter import Rewriter
+from dagster_paimon.lsm.compaction.rewriter import MERGE, Rewriter
 from dagster_paimon.lsm.compaction.task import _TaskRun
 from dagster_paimon.lsm.merge.kway import MergeStats
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_levels
+from dagster_paimon.lsm.model.runs import SortedRun
 from dagster_paimon.lsm.write.bucket import assign_buckets, fixed_bucket_count
 from dagster_paimon.lsm.write.layout import plan_write_layout
 from dagster_paimon.lsm.write.level0 import BucketWrite, Level0Writer
@@ -98,6 +106,73 @@ def rescale_bucket(table: FileStoreTable, task: RescaleTask) -> tuple[BucketWrit
 RESCALE: Work[RescaleTask, tuple[BucketWrite, ...]] = Work(
     "source buckets", rescale_bucket, discard_placed
 )
+
+
+@dataclass(frozen=True)
+class TargetMerge:
+    """One new bucket's level-0 files (disjoint keys), merged into one run at `output_level`."""
+
+    partition: Partition
+    bucket: int
+    num_buckets: int
+    files: tuple[DataFileMeta, ...]
+    output_level: int
+
+
+def merge_target(table: FileStoreTable, task: TargetMerge) -> tuple[BucketWrite, ...]:
+    """Merge one new bucket's level-0 files into one sorted run at the output level."""
+    group = RewriteGroup((tuple(SortedRun(files=[f]) for f in task.files),), drop_delete=True)
+    plan = TaskPlan(
+        partition=task.partition,
+        bucket=task.bucket,
+        total_buckets=task.num_buckets,
+        output_level=task.output_level,
+        drop_delete=True,
+        files=task.files,
+        rewrites=(group,),
+        upgrades=(),
+        rewriter=Rewriter(MERGE, max_level=task.output_level),
+    )
+    files = _TaskRun(table, plan, MergeStats()).rewrite(group)  # removes its files on failure
+    return (BucketWrite(task.partition, task.bucket, tuple(files), 0),)
+
+
+TARGET_MERGE: Work[TargetMerge, tuple[BucketWrite, ...]] = Work(
+    "new buckets", merge_target, discard_placed
+)
+
+
+def settle(
+    table: FileStoreTable,
+    ref: TableRef,
+    executor: TaskExecutor,
+    writes: Sequence[BucketWrite],
+    num_buckets: int,
+    output_level: int,
+) -> list[BucketChange]:
+    """Each new bucket's files as one run at the output level; the level-0 files merged away
+    are deleted. On failure every file written, level-0 or merged, is deleted."""
+    by_bucket: dict[tuple[Partition, int], list[DataFileMeta]] = {}
+    for w in writes:
+        by_bucket.setdefault((w.partition, w.bucket), []).extend(w.files)
+    merges = tuple(
+        TargetMerge(p, b, num_buckets, tuple(files), output_level)
+        for (p, b), files in by_bucket.items()
+        if len(files) > 1
+    )
+    try:
+        merged = executor.run(table, ref, merges, TARGET_MERGE)
+    finally:
+        for m in merges:  # never committed, whatever happens next
+            delete_data_files(table, m.partition, m.bucket, m.files)
+    outputs = {(w.partition, w.bucket): w.files for ws in merged for w in ws}
+    changes = []
+    for (partition, bucket_id), files in by_bucket.items():
+        out = outputs.get((partition, bucket_id))
+        if out is None:  # one file: moved to the output level, as an upgrade would
+            out = tuple(replace(f, level=output_level) for f in files)
+        changes.append(BucketChange(partition, bucket_id, num_buckets, added=out, new_files=out))
+    return changes
 
 
 class RescaleProducer(OverwriteProducer):
@@ -190,6 +265,7 @@ class RescalePlan:
     partitions: tuple[Partition, ...]
     tasks: tuple[RescaleTask, ...]
     previous_buckets: tuple[int, ...]
+    num_levels: int
 
     @property
     def read_files(self) -> frozenset[str]:
@@ -277,6 +353,7 @@ def plan_rescale(levels: TableLevels, bucket_num: int) -> RescalePlan:
         partitions=partitions,
         tasks=tasks,
         previous_buckets=previous,
+        num_levels=options.num_levels,
     )
 
 
@@ -295,22 +372,25 @@ def execute_rescale(
     if not plan.tasks:
         return replace(plan.preview(), dry_run=False)
     executor = executor or LocalExecutor()
+    output_level = plan.num_levels - 1
     with transient_errors(table_unchanged=True):  # the tasks only write new files
         placed = executor.run(table, ref, plan.tasks, RESCALE)
-    writes = [w for ws in placed for w in ws]
+        writes = [w for ws in placed for w in ws]
+        try:
+            changes = settle(table, ref, executor, writes, plan.bucket_num, output_level)
+        except BaseException:
+            discard_placed(table, placed)
+            raise
     producer = RescaleProducer(
-        table,
-        [w.change(plan.bucket_num) for w in writes],
-        partitions=plan.partitions,
-        read_files=plan.read_files,
+        table, changes, partitions=plan.partitions, read_files=plan.read_files
     )
     outcome = producer.commit()  # discards the new files on failure
     return replace(
         plan.preview(),
         dry_run=False,
         snapshot_id=outcome.snapshot.id,
-        files_written=sum(len(w.files) for w in writes),
-        bytes_written=sum(f.file_size for w in writes for f in w.files),
+        files_written=sum(len(c.added) for c in changes),
+        bytes_written=sum(f.file_size for c in changes for f in c.added),
         seconds=time.perf_counter() - start,
     )
 
