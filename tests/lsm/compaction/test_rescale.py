@@ -363,3 +363,26 @@ def test_each_new_bucket_is_one_run_at_the_top_level(warehouse):
     assert len(levels) == 1 and levels.pop() > 0
     assert len(live) == 3  # one file per bucket: these rows fit one file
     assert data_files_on_disk(table) - on_disk == committed_files(table)
+
+
+def test_a_failing_merge_leaves_no_file_behind(warehouse, monkeypatch):
+    """A failure after the level-0 files were written (here in the merge of a new bucket)
+    removes every file the rescale wrote; the table is unchanged."""
+    from dagster_paimon.lsm.compaction import rescale as module
+
+    make(warehouse, bucket=2, partitioned=False)
+    model = fill(warehouse)
+    table = open_table(warehouse, "db.t")
+    before, on_disk = latest_id(table), data_files_on_disk(table)
+
+    def broken(table, task):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(
+        module, "TARGET_MERGE", module.Work("new buckets", broken, module.discard_placed)
+    )
+    with pytest.raises(OSError, match="disk full"):
+        rescale_table(TableRef(warehouse, "db.t"), bucket_num=3)
+    table = open_table(warehouse, "db.t")
+    assert latest_id(table) == before and data_files_on_disk(table) == on_disk
+    model.check()
