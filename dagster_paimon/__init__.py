@@ -50,6 +50,7 @@ _EXPORTS = {
     "Reported": "dagster_paimon.results",
     "IngestResult": "dagster_paimon.ingest.result",
     "CompactionResult": "dagster_paimon.lsm.compaction",
+    "RescaleResult": "dagster_paimon.lsm.compaction",
     "ExpiryResult": "dagster_paimon.maintenance.expire",
     "PartitionExpiryResult": "dagster_paimon.maintenance.partitions",
     "ManifestCompactionResult": "dagster_paimon.maintenance.manifests",
@@ -67,6 +68,7 @@ _EXPORTS = {
     "TableLevels": "dagster_paimon.lsm.model.levels",
     # the operations as functions
     "compact_table": "dagster_paimon.lsm.compaction",
+    "rescale_table": "dagster_paimon.lsm.compaction",
     "read_levels": "dagster_paimon.lsm.model.levels",
     "ingest_arrow": "dagster_paimon.ingest.arrow",
     "expire_snapshots": "dagster_paimon.maintenance.expire",

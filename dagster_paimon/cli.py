@@ -435,6 +435,66 @@ def compact(
 
 
 @command(
+    "rescale",
+    "rewrite a fixed-bucket table or partition into a new bucket count",
+    "dagster-paimon rescale --table db.orders --bucket-num 8 --partition dt=2024-01-01",
+)
+@click.option(
+    "--bucket-num",
+    type=click.IntRange(min=1),
+    required=True,
+    help="the new number of buckets",
+)
+@PARTITION
+@click.option("--dry-run", is_flag=True, help="print the plan, write nothing")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="where the source buckets are read and rewritten",
+)
+@_spark_flags
+def rescale(
+    shared: Shared,
+    bucket_num: int,
+    partition: dict[str, str] | None,
+    dry_run: bool,
+    executor: str,
+    spark_master: str,
+    spark_remote: str | None,
+) -> tuple[dict, str]:
+    """Rewrite the merged rows of the table (or of the partitions matching --partition) into
+    --bucket-num buckets and commit one OVERWRITE snapshot, as Paimon's rescale procedure
+    does; it fails, nothing committed, if another writer changed those partitions meanwhile.
+    The table's bucket option is not altered."""
+    _spark_where(spark_master, spark_remote)
+    from dagster_paimon.lsm.compaction import rescale_open_table
+    from dagster_paimon.table import TableRef
+
+    assert shared.warehouse is not None and shared.table is not None
+    options = catalog_options(shared)
+    spark = executor == "spark" and not dry_run
+    pending_session = _starting_session(shared, spark_master, spark_remote) if spark else None
+    with pending_session or nullcontext() as pending:
+        table = table_of(shared)
+        tasks = None
+        if pending is not None:
+            from dagster_paimon.spark.executor import SparkExecutor
+
+            tasks = SparkExecutor(pending.session())
+        result = rescale_open_table(
+            table,
+            TableRef.of(shared.warehouse, shared.table, options),
+            bucket_num=bucket_num,
+            partition=partition,
+            executor=tasks,
+            dry_run=dry_run,
+        )
+    return result.to_dict(), result.summary()
+
+
+@command(
     "ingest",
     "write files into level 0 with Spark",
     "dagster-paimon ingest --table db.orders --source s3://bucket/in/2024-01-01/ --format parquet",
@@ -1007,6 +1067,7 @@ def _tables_text(rows: list[dict[str, Any]]) -> str:
 for _command in (
     health,
     compact,
+    rescale,
     ingest,
     expire_snapshots,
     expire_changelogs,

@@ -23,8 +23,10 @@ from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.lsm.compaction import (
     CompactionResult,
     LocalExecutor,
+    RescaleResult,
     TaskExecutor,
     compact_open_table,
+    rescale_open_table,
 )
 from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
@@ -212,6 +214,35 @@ class PaimonTable:
             table,
             self._ref,
             full=full,
+            partition=_partition(table, partition),
+            executor=_executor(executor),
+            dry_run=dry_run,
+        )
+
+    def rescale(
+        self,
+        *,
+        bucket_num: int,
+        partition: Mapping[str, str] | None = None,
+        executor: Executor = "local",
+        dry_run: bool = False,
+    ) -> RescaleResult:
+        """Rewrite the table's (or the matching partitions') merged rows into `bucket_num`
+        buckets, in one OVERWRITE snapshot, as Paimon's `rescale` procedure does.
+
+        The files record the new count (`_TOTAL_BUCKETS`); the table's `bucket` option is not
+        changed (alter it when the whole table is rescaled, before writers that take the
+        count from it, such as pypaimon, write again). The commit fails with
+        CommitConflictError, nothing committed, if another writer changed those partitions
+        after the snapshot the rescale read. Raises InvalidArgumentError (bucket_num < 1, an
+        unknown executor or partition key), UnsupportedLayoutError (dynamic- or
+        postpone-bucket tables, a table mode we do not compact).
+        """
+        table = self.paimon
+        return rescale_open_table(
+            table,
+            self._ref,
+            bucket_num=bucket_num,
             partition=_partition(table, partition),
             executor=_executor(executor),
             dry_run=dry_run,

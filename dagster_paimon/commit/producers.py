@@ -20,7 +20,7 @@ from dagster_paimon.commit.conflicts import (
     sequence_conflicts,
 )
 from dagster_paimon.commit.producer import MAX_RETRIES, SnapshotProducer
-from dagster_paimon.errors import CommitConflictError
+from dagster_paimon.errors import CommitConflictError, InvalidOptionError
 from dagster_paimon.failpoints import FILES_RESEQUENCED, failpoint
 from dagster_paimon.io.filekind import DELETE
 from dagster_paimon.io.index import bucket_indexes, write_index_manifest
@@ -47,6 +47,27 @@ def _delete_data_files(table: FileStoreTable, changes: Iterable[BucketChange]) -
 def replaced_indexes(changes: Sequence[BucketChange]) -> dict[BucketKey, IndexFileMeta]:
     """The new index file of each bucket whose index a change rewrote."""
     return {(c.partition, c.bucket): c.index for c in changes if c.index is not None}
+
+
+def check_bucket_counts(live: Iterable[ManifestEntry], changes: Sequence[BucketChange]) -> None:
+    """Refuse appending to a partition whose files record another bucket count (a rescaled
+    partition), as Java's writers do (AbstractFileStoreWrite: "Try to write ... with a new
+    bucket num"): its keys live in other buckets, so the write would duplicate them."""
+    ours = {c.partition: c.total_buckets for c in changes if c.bucket >= 0 and c.total_buckets > 0}
+    if not ours:
+        return
+    for e in live:
+        if e.bucket < 0 or e.total_buckets <= 0:
+            continue
+        partition = Partition.of_row(e.partition)
+        count = ours.get(partition)
+        if count is not None and count != e.total_buckets:
+            raise InvalidOptionError(
+                f"cannot write partition {partition.label()} with {count} buckets (the table's "
+                f"'bucket' option): its files were written with {e.total_buckets} buckets (it "
+                f"was rescaled); alter the table's 'bucket' option to {e.total_buckets} or "
+                f"rescale the partition to {count} first; nothing was written"
+            )
 
 
 def check_index_bases(
@@ -149,6 +170,8 @@ class AppendProducer(SnapshotProducer):
             if entry_identifier(e) in existing:
                 raise CommitConflictError(f"file {e.file.file_name} is already committed")
         check_sequences_after(live, self.first_sequences, "ingest")
+        if self.kind == APPEND:  # an overwrite replaces the partitions' files (Java ignores it)
+            check_bucket_counts(live, self.changes)
         if self.kind == APPEND and latest is not None:
             check_index_bases(self.table, latest, self.changes, "ingest")
 

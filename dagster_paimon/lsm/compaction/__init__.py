@@ -19,6 +19,14 @@ from dagster_paimon.lsm.compaction.executor import (
     Work,
 )
 from dagster_paimon.lsm.compaction.plan import TaskPlan
+from dagster_paimon.lsm.compaction.rescale import (
+    RescalePlan,
+    RescaleResult,
+    execute_rescale,
+    plan_rescale,
+    rescale_open_table,
+    rescale_table,
+)
 from dagster_paimon.lsm.compaction.task import CompactResult
 
 __all__ = [
@@ -27,11 +35,17 @@ __all__ = [
     "CompactionPlan",
     "CompactionResult",
     "LocalExecutor",
+    "RescalePlan",
+    "RescaleResult",
     "TaskExecutor",
     "TaskPlan",
     "Work",
     "compact_open_table",
     "compact_table",
     "execute_compaction",
+    "execute_rescale",
     "plan_compaction",
+    "plan_rescale",
+    "rescale_open_table",
+    "rescale_table",
 ]
