@@ -305,6 +305,7 @@ def test_schedules_default_status_is_set_in_yaml(tmp_path, warehouse, monkeypatc
         'cron: "20 * * * *"', 'cron: "20 * * * *"\n  default_status: RUNNING'
     )
     attributes += "remove_orphans:\n  default_status: STOPPED\n"
+    attributes += 'maintain:\n  cron: "50 * * * *"\n  default_status: RUNNING\n'
     make_project(root, attributes)
     refresh_state(root)
     schedules = {s.name: s for s in load(root).schedules}
@@ -316,6 +317,8 @@ def test_schedules_default_status_is_set_in_yaml(tmp_path, warehouse, monkeypatc
         assert schedules[f"{table}_expire_snapshots_schedule"].cron_schedule == "20 * * * *"
         for kind in ("expire_changelogs", "compact_manifests", "remove_orphans"):
             assert schedules[f"{table}_{kind}_schedule"].default_status == stopped
+        assert schedules[f"{table}_maintain_schedule"].default_status == running
+        assert schedules[f"{table}_maintain_schedule"].cron_schedule == "50 * * * *"
     # a schedule given only its status keeps the job's default cron
     assert schedules["shop_orders_remove_orphans_schedule"].cron_schedule == "0 5 * * 0"
     assert schedules["shop_orders_full_compaction_schedule"].cron_schedule == "0 2 * * *"
