@@ -818,6 +818,24 @@ def auto_tag(shared: Shared, dry_run: bool) -> tuple[dict, str]:
 
 
 @command(
+    "maintain",
+    "one maintenance pass: tags, partitions, consumers, snapshots",
+    "dagster-paimon maintain --table db.orders --dry-run",
+)
+@click.option("--dry-run", is_flag=True, help="report each step, change nothing")
+def maintain(shared: Shared, dry_run: bool) -> tuple[dict, str]:
+    """Run what Paimon's writers maintain after a commit, in their order: automatic tag
+    creation, tag expiry, partition expiry, consumer expiry, snapshot expiry. A step the
+    table's options do not ask for (no tag.automatic-creation, partition.expiration-time,
+    consumer.expiration-time) is skipped; a failing step stops the pass, earlier steps'
+    changes stay."""
+    from dagster_paimon.maintenance.maintain import maintain
+
+    result = maintain(table_of(shared), dry_run=dry_run)
+    return result.to_dict(), result.summary()
+
+
+@command(
     "list-consumers",
     "list streaming consumers and the snapshot each reads next",
     "dagster-paimon list-consumers --table db.orders",
@@ -1080,6 +1098,7 @@ for _command in (
     delete_tag,
     expire_tags,
     auto_tag,
+    maintain,
     list_consumers,
     expire_consumers,
     clear_consumers,

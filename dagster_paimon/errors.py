@@ -84,6 +84,20 @@ class MaintenanceAbortedError(DagsterPaimonError):
     """Maintenance stopped before deleting anything: it could not prove the files unused."""
 
 
+class MaintenanceStepError(DagsterPaimonError):
+    """A step of a maintenance pass failed; later steps did not run, earlier steps' commits
+    stay. `step` names it, `completed` maps the steps before it to their results."""
+
+    def __init__(self, message: str, *, step: str = "", completed: dict | None = None):
+        super().__init__(message)
+        self.step = step
+        self.completed = dict(completed or {})
+
+
+class MaintenanceStepInputError(MaintenanceStepError, InputError):
+    """A maintenance step refused its input (an option, the table's layout)."""
+
+
 class StaleMaintenancePlanError(MaintenanceAbortedError):
     """A new tag, consumer or branch appeared after planning; the plan could delete its files."""
 

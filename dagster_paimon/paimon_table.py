@@ -41,6 +41,7 @@ from dagster_paimon.maintenance.consumers import (
 )
 from dagster_paimon.maintenance.doctor import DoctorResult, doctor
 from dagster_paimon.maintenance.expire import ExpiryResult, expire_changelogs, expire_snapshots
+from dagster_paimon.maintenance.maintain import MaintenanceResult, maintain
 from dagster_paimon.maintenance.manifests import ManifestCompactionResult, compact_manifests
 from dagster_paimon.maintenance.orphans import OrphanResult, remove_orphans
 from dagster_paimon.maintenance.partitions import (
@@ -379,6 +380,13 @@ class PaimonTable:
         """Create the period tags Paimon's writers would have (tag.automatic-creation and the
         other tag.* options), delete auto tags beyond tag.num-retained-max, expire by time."""
         return create_automatic_tags(self.paimon, dry_run=dry_run)
+
+    def maintain(self, *, dry_run: bool = False) -> MaintenanceResult:
+        """One maintenance pass in Java's order: automatic tags, tag expiry, partition expiry,
+        consumer expiry, snapshot expiry; each step the table's options do not ask for is
+        skipped (`skipped` says why). A failing step stops the pass with MaintenanceStepError
+        naming it; what earlier steps committed stays."""
+        return maintain(self.paimon, dry_run=dry_run)
 
     def doctor(self, *, repair: bool = False) -> DoctorResult:
         """Check every snapshot and tag can be read; with repair, roll back an unreadable

@@ -43,6 +43,7 @@ NOT_INPUT = {
     "CommitConflictError",
     "MaintenanceAbortedError",
     "StaleMaintenancePlanError",
+    "MaintenanceStepError",
     "RepairRefusedError",
     "TableUnhealthyError",
     "TransientStoreError",

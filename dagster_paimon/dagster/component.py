@@ -294,6 +294,7 @@ class PaimonWarehouseScaffolder(Scaffolder[ScaffoldParams]):
                         "expire_changelogs",
                         "compact_manifests",
                         "remove_orphans",
+                        "maintain",
                     )
                 },
             },
@@ -353,6 +354,14 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
         described(
             "Schedule of each table's removal of files no snapshot, tag or branch uses.",
             {"cron": DEFAULTS.remove_orphans, "default_status": "STOPPED"},
+        ),
+    ] = Field(default_factory=ScheduleArgs)
+    maintain: Annotated[
+        ScheduleArgs,
+        described(
+            "Schedule of each table's maintenance pass (automatic tags, tag, partition, "
+            "consumer and snapshot expiry, as the table's options ask).",
+            {"cron": DEFAULTS.maintain, "default_status": "RUNNING"},
         ),
     ] = Field(default_factory=ScheduleArgs)
     defs_state: Annotated[
@@ -415,6 +424,7 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
             expire_changelogs=self.expire_changelogs.cron or DEFAULTS.expire_changelogs,
             compact_manifests=self.compact_manifests.cron or DEFAULTS.compact_manifests,
             remove_orphans=self.remove_orphans.cron or DEFAULTS.remove_orphans,
+            maintain=self.maintain.cron or DEFAULTS.maintain,
         )
         statuses = {
             "full_compaction": dg.DefaultScheduleStatus(self.compaction.full_default_status),
@@ -425,6 +435,7 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
                     "expire_changelogs",
                     "compact_manifests",
                     "remove_orphans",
+                    "maintain",
                 )
             },
         }

@@ -24,6 +24,7 @@ from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.lsm.compaction import compact_open_table
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
+from dagster_paimon.maintenance.maintain import maintain
 from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.orphans import remove_orphans
 from dagster_paimon.options import duration_ms
@@ -76,6 +77,12 @@ class OrphanConfig(Config):
     dry_run: bool = False
 
 
+class MaintainConfig(Config):
+    """One maintenance pass as the table's options configure it (no per-step overrides)."""
+
+    dry_run: bool = Field(default=False, description="Report each step, change nothing.")
+
+
 @dataclass(frozen=True)
 class MaintenanceCrons:
     """Default schedules: staggered so the heavy work does not overlap."""
@@ -85,6 +92,7 @@ class MaintenanceCrons:
     expire_changelogs: str = "30 3 * * *"
     compact_manifests: str = "0 4 * * *"
     remove_orphans: str = "0 5 * * 0"
+    maintain: str = "45 * * * *"
 
 
 def _maintenance_job(
@@ -126,12 +134,12 @@ def build_maintenance_definitions(
     default_status: DefaultScheduleStatus
     | Mapping[str, DefaultScheduleStatus] = DefaultScheduleStatus.STOPPED,
 ) -> Definitions:
-    """Five jobs per table, each on its own schedule.
+    """Six jobs per table, each on its own schedule.
 
     `default_status` is every schedule's status until it is switched in the UI: STOPPED (the
     default) or RUNNING, or a mapping from a job's kind (a MaintenanceCrons field name:
-    full_compaction, expire_snapshots, expire_changelogs, compact_manifests, remove_orphans)
-    to its status, kinds not named STOPPED.
+    full_compaction, expire_snapshots, expire_changelogs, compact_manifests, remove_orphans,
+    maintain) to its status, kinds not named STOPPED.
     """
     if isinstance(default_status, Mapping):
         unknown = sorted(set(default_status) - set(MaintenanceCrons.__dataclass_fields__))
@@ -160,6 +168,9 @@ def build_maintenance_definitions(
 
     def orphans(_warehouse: PaimonWarehouse, table, config: OrphanConfig):
         return remove_orphans(table, older_than=duration(config.older_than), dry_run=config.dry_run)
+
+    def maintenance_pass(_warehouse: PaimonWarehouse, table, config: MaintainConfig):
+        return maintain(table, dry_run=config.dry_run)
 
     jobs = {
         "full_compaction": _maintenance_job(
@@ -198,6 +209,15 @@ def build_maintenance_definitions(
             OrphanConfig,
             orphans,
             "Remove files no snapshot, tag, changelog or branch references (older than 1 day).",
+        ),
+        "maintain": _maintenance_job(
+            spec,
+            "maintain",
+            MaintainConfig,
+            maintenance_pass,
+            "One maintenance pass in Java's order: automatic tags, tag expiry, partition "
+            "expiry, consumer expiry, snapshot expiry (steps the table's options do not ask "
+            "for are skipped).",
         ),
     }
     schedules = [

@@ -1,7 +1,10 @@
 """Health sensors: request compaction of exactly the partitions that need it, per table or
 for every table of a warehouse at once."""
 
+import contextlib
 import json
+import re
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,12 +36,17 @@ from dagster_paimon.errors import (
 from dagster_paimon.lsm.model.health import BucketHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.lsm.model.watch import LevelsWatch
+from dagster_paimon.snapshot.resolve import read_snapshot
+from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.pool import parallel_map
+from dagster_paimon.storage.warehouse import table_files
 
-if TYPE_CHECKING:  # what define_asset_job returns; dagster exports no public name for it
+if TYPE_CHECKING:
+    # what define_asset_job returns; dagster exports no public name for it
     from dagster._core.definitions.unresolved_asset_job_definition import (
         UnresolvedAssetJobDefinition,
     )
+    from pypaimon.table.file_store_table import FileStoreTable
 
 IN_FLIGHT = [
     DagsterRunStatus.QUEUED,
@@ -204,6 +212,70 @@ def build_compaction_sensor(
     return compaction_sensor
 
 
+SNAPSHOT_FILE = re.compile(r"snapshot-(\d+)$")
+
+
+class RetentionWatch:
+    """What a table retains beyond its levels, for the sensor's observation: tags, and the
+    oldest snapshot's age. Per table and tick: one listing of the tag directory and one read of
+    the EARLIEST hint; the earliest snapshot file is read only when the hint names another
+    snapshot than last tick (snapshot expiry ran), and the snapshot directory is listed only
+    when the hint is missing or stale."""
+
+    def __init__(self) -> None:
+        self._earliest: dict[str, tuple[int, int]] = {}  # table path -> (id, timeMillis)
+        self._files: dict[str, TableFiles] = {}  # warehouse key -> its store
+
+    def _store(self, table: "FileStoreTable", warehouse: str) -> TableFiles:
+        if warehouse not in self._files:
+            self._files[warehouse] = table_files(table)
+        return self._files[warehouse]
+
+    def _earliest_millis(self, table: "FileStoreTable", files: TableFiles) -> int | None:
+        root = table.table_path.rstrip("/")
+        hinted: int | None = None
+        with contextlib.suppress(OSError, ValueError):  # no hint: list instead
+            hinted = int(table.file_io.read_file_utf8(f"{root}/snapshot/EARLIEST").strip())
+        cached = self._earliest.get(root)
+        if hinted is not None and cached is not None and cached[0] == hinted:
+            return cached[1]
+        snapshot = read_snapshot(table, hinted) if hinted is not None else None
+        if snapshot is None:  # no hint, or it names an expired snapshot: list
+            ids = [
+                int(m.group(1))
+                for m in (SNAPSHOT_FILE.match(s.name) for s in files.list_dir(f"{root}/snapshot"))
+                if m
+            ]
+            snapshot = read_snapshot(table, min(ids)) if ids else None
+        if snapshot is None:
+            self._earliest.pop(root, None)
+            return None
+        self._earliest[root] = (snapshot.id, snapshot.time_millis)
+        return snapshot.time_millis
+
+    def metrics(
+        self, table: "FileStoreTable", levels: TableLevels, *, warehouse: str = ""
+    ) -> dict[str, int | float | None]:
+        """partitions (holding live files; 0 unpartitioned), tags (of the main branch),
+        oldest_snapshot_age_seconds (now - the earliest snapshot's commit time; None when
+        the table has none)."""
+        files = self._store(table, warehouse)
+        root = table.table_path.rstrip("/")
+        tags = sum(
+            1 for s in files.list_dir(f"{root}/tag") if not s.is_dir and s.name.startswith("tag-")
+        )
+        earliest = self._earliest_millis(table, files)
+        partitions = {tuple(sorted(b.partition.spec.items())) for b in levels.buckets}
+        partitions.discard(())
+        return {
+            "partitions": len(partitions),
+            "tags": tags,
+            "oldest_snapshot_age_seconds": None
+            if earliest is None
+            else round(max(time.time() * 1000 - earliest, 0) / 1000, 3),
+        }
+
+
 def build_warehouse_sensor(
     name: str,
     tables: Sequence[tuple[PaimonTableSpec, "JobDefinition | UnresolvedAssetJobDefinition"]],
@@ -214,8 +286,11 @@ def build_warehouse_sensor(
     object stores are latency-bound), records its health as an observation (plotted over time),
     adds new Paimon partitions as dynamic partitions, and requests compaction of exactly the
     unhealthy partitions. Table handles and levels live between ticks (LevelsWatch): a table
-    without a new snapshot costs two small requests."""
+    without a new snapshot costs two small requests for its levels (the LATEST hint, a probe
+    for the next snapshot) and two for its retention metrics (RetentionWatch: a listing of its
+    tags, the EARLIEST hint), four in all."""
     watch = LevelsWatch()
+    retention = RetentionWatch()
 
     @sensor(
         name=name,
@@ -243,12 +318,15 @@ def build_warehouse_sensor(
 
         def read(
             target: tuple[PaimonTableSpec, "JobDefinition | UnresolvedAssetJobDefinition"],
-        ) -> TableLevels | Exception:
+        ) -> tuple[TableLevels, dict[str, int | float | None]] | Exception:
             spec = target[0]
             try:
-                return watch.levels(
+                levels = watch.levels(
                     catalogs[spec.warehouse_key], spec.identifier, warehouse=spec.warehouse_key
                 )
+                table = watch.table(spec.identifier, warehouse=spec.warehouse_key)
+                assert table is not None  # levels just opened it
+                return levels, retention.metrics(table, levels, warehouse=spec.warehouse_key)
             except (
                 TableNotFoundError,
                 DatabaseNotFoundError,
@@ -258,14 +336,14 @@ def build_warehouse_sensor(
                 return e
 
         busy = _in_flight_by_job(context)
-        for (spec, job), levels in zip(tables, parallel_map(read, tables), strict=True):
-            if isinstance(levels, Exception):
-                missing.append(f"{spec.identifier} ({levels})")
+        for (spec, job), outcome in zip(tables, parallel_map(read, tables), strict=True):
+            if isinstance(outcome, Exception):
+                missing.append(f"{spec.identifier} ({outcome})")
                 continue
+            levels, retained = outcome
+            metrics = {**levels.health().metrics(), **retained}
             events.append(
-                AssetObservation(
-                    asset_key=spec.asset_key, metadata=metric_metadata(levels.health().metrics())
-                )
+                AssetObservation(asset_key=spec.asset_key, metadata=metric_metadata(metrics))
             )
             keys = {}
             if isinstance(spec.partitions_def, DynamicPartitionsDefinition):

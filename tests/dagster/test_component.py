@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import textwrap
+import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +24,7 @@ import pytest
 from pypaimon import Schema
 
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.maintenance.tags import create_tag
 from dagster_paimon.table import TableSpec, create_table, open_catalog, open_table
 from resources.refresh_state import refresh_state
 from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon
@@ -140,8 +142,13 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
     with dg.instance_for_test(overrides=logs) as instance:
         (key,) = [k for k in defs.resources if k.startswith("paimon_warehouse_")]
         resources = {key: defs.resources[key]}
+        orders = open_table(warehouse, "shop.orders")
+        create_tag(orders, "release", snapshot_id=1)
+        first_ms = orders.snapshot_manager().get_snapshot_by_id(1).time_millis
+        before_ms = time.time() * 1000
         context = dg.build_sensor_context(instance=instance, resources=resources)
         result = sensor(context)
+        after_ms = time.time() * 1000
         added = {
             r.partitions_def_name: set(r.partition_keys) for r in result.dynamic_partitions_requests
         }
@@ -153,6 +160,12 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
         assert set(observed) == set(tables)
         runs = observed["shop/orders"]["paimon/max_sorted_runs"].value
         assert runs == 7 and observed["shop/events"]["paimon/max_sorted_runs"].value == 1
+        # retention metrics: partitions holding files, tags, the oldest snapshot's age
+        assert observed["shop/orders"]["paimon/partitions"].value == 2
+        assert observed["shop/orders"]["paimon/tags"].value == 1
+        assert observed["shop/events"]["paimon/tags"].value == 0
+        age = observed["shop/orders"]["paimon/oldest_snapshot_age_seconds"].value
+        assert (before_ms - first_ms) / 1000 - 0.01 <= age <= (after_ms - first_ms) / 1000 + 0.01
         assert [(r.job_name, r.partition_key) for r in result.run_requests] == [
             ("compact_shop_orders", "dt=2024-01-01")
         ]
@@ -168,6 +181,9 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
             )
         )
         assert not again.run_requests, "the cursor keeps a tick from asking twice"
+        later = {e.asset_key.to_user_string(): e.metadata for e in again.asset_events}
+        assert later["shop/orders"]["paimon/tags"].value == 1
+        assert later["shop/orders"]["paimon/oldest_snapshot_age_seconds"].value >= age
 
         job = defs.resolve_job_def("compact_shop_orders")
         run = job.execute_in_process(instance=instance, partition_key="dt=2024-01-01")
@@ -305,6 +321,7 @@ def test_schedules_default_status_is_set_in_yaml(tmp_path, warehouse, monkeypatc
         'cron: "20 * * * *"', 'cron: "20 * * * *"\n  default_status: RUNNING'
     )
     attributes += "remove_orphans:\n  default_status: STOPPED\n"
+    attributes += 'maintain:\n  cron: "50 * * * *"\n  default_status: RUNNING\n'
     make_project(root, attributes)
     refresh_state(root)
     schedules = {s.name: s for s in load(root).schedules}
@@ -316,6 +333,8 @@ def test_schedules_default_status_is_set_in_yaml(tmp_path, warehouse, monkeypatc
         assert schedules[f"{table}_expire_snapshots_schedule"].cron_schedule == "20 * * * *"
         for kind in ("expire_changelogs", "compact_manifests", "remove_orphans"):
             assert schedules[f"{table}_{kind}_schedule"].default_status == stopped
+        assert schedules[f"{table}_maintain_schedule"].default_status == running
+        assert schedules[f"{table}_maintain_schedule"].cron_schedule == "50 * * * *"
     # a schedule given only its status keeps the job's default cron
     assert schedules["shop_orders_remove_orphans_schedule"].cron_schedule == "0 5 * * 0"
     assert schedules["shop_orders_full_compaction_schedule"].cron_schedule == "0 2 * * *"

@@ -39,6 +39,7 @@ def test_every_maintenance_job_runs_and_records_metrics(warehouse):
             "expire_changelogs",
             "compact_manifests",
             "remove_orphans",
+            "maintain",
         )
     }
     with_resources = Definitions.merge(defs, Definitions(resources={"warehouse": resource}))
@@ -50,6 +51,7 @@ def test_every_maintenance_job_runs_and_records_metrics(warehouse):
         "expire_snapshots",
         "expire_changelogs",
         "remove_orphans",
+        "maintain",
     ):
         result = with_resources.resolve_job_def(f"ops_items_{kind}").execute_in_process(
             instance=instance
@@ -60,6 +62,10 @@ def test_every_maintenance_job_runs_and_records_metrics(warehouse):
     assert metrics["full_compaction"]["paimon/rewritten_files"] > 0
     assert metrics["expire_snapshots"]["paimon/expired"] >= 1
     assert metrics["remove_orphans"]["paimon/orphans"] == 0
+    # unpartitioned, no tag or consumer options: tag expiry and snapshot expiry run
+    assert metrics["maintain"]["paimon/steps_run"] == 2
+    assert metrics["maintain"]["paimon/steps_skipped"] == 3
+    assert metrics["maintain"]["paimon/snapshot_expiry_expired"] == 0
     assert read_levels(table).health().aggregate()["max_sorted_runs"] == 1
     latest = table.snapshot_manager().get_latest_snapshot().id
     earliest = min(s.id for s in table.snapshot_manager().list_snapshots())

@@ -37,6 +37,11 @@ class LevelsWatch:
         self.table_max_age_s = table_max_age_s
         self._seen: dict[tuple[str, str], _Seen] = {}
 
+    def table(self, identifier: str, *, warehouse: str = "") -> FileStoreTable | None:
+        """The handle `levels` last used for the table (None before its first read)."""
+        seen = self._seen.get((warehouse, identifier))
+        return seen.table if seen is not None else None
+
     def levels(self, catalog: Catalog, identifier: str, *, warehouse: str = "") -> TableLevels:
         """The table's levels at its latest snapshot, re-read only if that snapshot is new.
 

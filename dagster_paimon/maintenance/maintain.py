@@ -1,0 +1,181 @@
+"""One maintenance pass: what Java's `TableCommitImpl.maintain` runs after a commit, in its order.
+
+1. automatic tag creation (`tag.automatic-creation`; skipped when `none`, the default),
+2. tag expiry by time retained (skipped when `tag.time-expire-enabled` is false),
+3. partition expiry (skipped when the table sets no `partition.expiration-time`, or has no
+   partition),
+4. consumer expiry (skipped when the table sets no `consumer.expiration-time`),
+5. snapshot expiry (always: its options all have defaults).
+
+Whether a step runs is decided from the table's options before it is called, so a step that
+runs and fails is never mistaken for one that is not configured: the pass stops there (later
+steps do not run, since each relies on the ones before it: snapshot expiry must see the
+consumers expiry removed) and raises MaintenanceStepError naming the step, the original error
+its cause. What earlier steps committed stays: each step is its own all-or-nothing operation.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from pypaimon.table.file_store_table import FileStoreTable
+
+from dagster_paimon.errors import InputError, MaintenanceStepError, MaintenanceStepInputError
+from dagster_paimon.maintenance.consumers import _expire_consumers
+from dagster_paimon.maintenance.expire import SNAPSHOTS, _expire
+from dagster_paimon.maintenance.options import consumer_expiration_ms
+from dagster_paimon.maintenance.partitions import EXPIRATION_TIME, _expire_partitions
+from dagster_paimon.maintenance.tags import TagOptions, _create_automatic_tags, _expire_tags
+from dagster_paimon.options import duration_ms, read_option
+from dagster_paimon.results import DETAIL, METRIC, Metrics, Reported
+
+log = logging.getLogger(__name__)
+
+TAG_CREATION: Final = "tag_creation"
+TAG_EXPIRY: Final = "tag_expiry"
+PARTITION_EXPIRY: Final = "partition_expiry"
+CONSUMER_EXPIRY: Final = "consumer_expiry"
+SNAPSHOT_EXPIRY: Final = "snapshot_expiry"
+# Java's order (TableCommitImpl.maintain)
+STEPS: Final = (TAG_CREATION, TAG_EXPIRY, PARTITION_EXPIRY, CONSUMER_EXPIRY, SNAPSHOT_EXPIRY)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaintenanceResult(Reported):
+    """Each step's result (None when skipped; `skipped` says why), in Java's order.
+
+    Metrics: each step's own metrics prefixed with the step (`snapshot_expiry_expired`), the
+    number of steps run and skipped, and the pass's seconds.
+    """
+
+    table: str
+    tag_creation: Reported | None = None
+    tag_expiry: Reported | None = None
+    partition_expiry: Reported | None = None
+    consumer_expiry: Reported | None = None
+    snapshot_expiry: Reported | None = None
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    dry_run: bool = False
+    seconds: float = 0.0
+
+    FIELDS = {
+        "table": DETAIL,
+        TAG_CREATION: DETAIL,
+        TAG_EXPIRY: DETAIL,
+        PARTITION_EXPIRY: DETAIL,
+        CONSUMER_EXPIRY: DETAIL,
+        SNAPSHOT_EXPIRY: DETAIL,
+        "skipped": DETAIL,
+        "dry_run": DETAIL,
+        "steps_run": METRIC,
+        "steps_skipped": METRIC,
+        "seconds": METRIC,
+    }
+
+    @property
+    def steps_run(self) -> int:
+        """How many steps ran."""
+        return sum(getattr(self, step) is not None for step in STEPS)
+
+    @property
+    def steps_skipped(self) -> int:
+        """How many steps the table's options did not ask for."""
+        return len(self.skipped)
+
+    def metrics(self) -> Metrics:
+        """The pass's numbers, then each step's under `<step>_<name>`."""
+        found = super().metrics()
+        for step in STEPS:
+            result = getattr(self, step)
+            if result is not None:
+                found.update({f"{step}_{k}": v for k, v in result.metrics().items()})
+        return found
+
+    def summary(self) -> str:
+        """One line per step: its own summary, or why it was skipped."""
+        would = " (dry run)" if self.dry_run else ""
+        lines = [f"{self.table}: maintenance pass{would}, {self.steps_run} steps run"]
+        for step in STEPS:
+            result = getattr(self, step)
+            if result is not None:
+                lines.append(f"  {step}: {result.summary()}")
+            else:
+                lines.append(f"  {step}: skipped ({self.skipped.get(step, '')})")
+        return "\n".join(lines)
+
+
+def _why_skipped(table: FileStoreTable) -> dict[str, str]:
+    """The steps the table's options do not ask for, with the reason; reading the options
+    raises InvalidOptionError for a malformed one (the pass must not mistake it for unset)."""
+    options = table.table_schema.options
+    skipped: dict[str, str] = {}
+    tags = TagOptions.from_table_options(options)
+    if tags.mode == "none":
+        skipped[TAG_CREATION] = "tag.automatic-creation is not set (none)"
+    if not tags.time_expire_enabled:
+        skipped[TAG_EXPIRY] = "tag.time-expire-enabled is false"
+    if not table.table_schema.partition_keys:
+        skipped[PARTITION_EXPIRY] = "the table is not partitioned"
+    elif read_option(options, EXPIRATION_TIME, duration_ms, None) is None:
+        skipped[PARTITION_EXPIRY] = f"{EXPIRATION_TIME} is not set"
+    if consumer_expiration_ms(options) is None:
+        skipped[CONSUMER_EXPIRY] = "consumer.expiration-time is not set"
+    return skipped
+
+
+def maintain(table: FileStoreTable, *, dry_run: bool = False) -> MaintenanceResult:
+    """Run the steps Java's commit maintains, in its order, each the table's options ask for.
+
+    With dry_run every step previews against the table as it is (a step does not see what an
+    earlier one would have changed). Raises InvalidOptionError (a malformed option, before any
+    step runs) and MaintenanceStepError (a step failed: `step` names it, `completed` holds the
+    results of the steps before it, the step's error is its cause; MaintenanceStepInputError,
+    also an InputError, when that error was one).
+    """
+    return _maintain(table, dry_run=dry_run)
+
+
+def _maintain(
+    table: FileStoreTable, *, dry_run: bool = False, now: datetime | None = None
+) -> MaintenanceResult:
+    """maintain with the tests' clock: `now`, local wall-clock time (naive) for every step."""
+    start = time.perf_counter()
+    name = str(table.identifier.get_full_name())
+    now_ms = None if now is None else int(now.timestamp() * 1000)
+    runs: dict[str, Callable[[], Any]] = {
+        TAG_CREATION: lambda: _create_automatic_tags(table, dry_run=dry_run, now=now),
+        TAG_EXPIRY: lambda: _expire_tags(table, dry_run=dry_run, now=now),
+        PARTITION_EXPIRY: lambda: _expire_partitions(table, dry_run=dry_run, now=now),
+        CONSUMER_EXPIRY: lambda: _expire_consumers(table, dry_run=dry_run, now_ms=now_ms),
+        SNAPSHOT_EXPIRY: lambda: _expire(table, SNAPSHOTS, dry_run=dry_run, now_ms=now_ms),
+    }
+    skipped = _why_skipped(table)
+    done: dict[str, Reported] = {}
+    for step in STEPS:
+        if step in skipped:
+            log.info("%s: %s skipped: %s", name, step, skipped[step])
+            continue
+        try:
+            done[step] = runs[step]()
+        except Exception as e:
+            kind = MaintenanceStepInputError if isinstance(e, InputError) else MaintenanceStepError
+            ran = ", ".join(done) or "none"
+            raise kind(
+                f"maintenance pass of {name} stopped at step {step} (steps done: {ran}; later "
+                f"steps not run): {type(e).__name__}: {e}",
+                step=step,
+                completed=dict(done),
+            ) from e
+        log.info("%s: %s: %s", name, step, getattr(done[step], "summary", lambda: "")())
+    return MaintenanceResult(
+        table=name,
+        **done,
+        skipped=skipped,
+        dry_run=dry_run,
+        seconds=time.perf_counter() - start,
+    )

@@ -1,0 +1,212 @@
+"""One maintenance pass on real tables: tags, partitions, consumers, snapshots, in Java's order."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timedelta
+
+import pyarrow as pa
+import pytest
+
+from dagster_paimon.errors import (
+    CommitConflictError,
+    InputError,
+    InvalidOptionError,
+    MaintenanceStepError,
+    MaintenanceStepInputError,
+)
+from dagster_paimon.maintenance import maintain as maintain_module
+from dagster_paimon.maintenance.consumers import list_consumers
+from dagster_paimon.maintenance.maintain import STEPS, _maintain, maintain
+from dagster_paimon.maintenance.tags import list_tags
+from dagster_paimon.table import TableSpec, create_table
+from tests.conftest import write_with_pypaimon
+from tests.maintenance.histories import history
+from tests.maintenance.oracle import set_consumer, snapshot_ids
+
+NOW = datetime(2024, 1, 10, 12, 0)  # local wall clock, as every step reads it
+DAYS = [f"2024-01-{d:02d}" for d in range(1, 11)]
+SCHEMA = pa.schema(
+    [
+        pa.field("dt", pa.string(), nullable=False),
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("v", pa.string()),
+    ]
+)
+OPTIONS = {
+    "tag.automatic-creation": "process-time",
+    "tag.creation-period": "daily",
+    "tag.num-retained-max": "2",
+    "partition.expiration-time": "3 d",
+    "consumer.expiration-time": "1 d",
+    "snapshot.num-retained.min": "1",
+    "snapshot.time-retained": "1 h",
+}
+
+
+def epoch_ms(local: datetime) -> int:
+    return int(local.timestamp() * 1000)
+
+
+def set_time(table, snapshot_id: int, local: datetime) -> None:
+    """Rewrite a snapshot's commit time, as if committed then."""
+    path = os.path.join(table.table_path, "snapshot", f"snapshot-{snapshot_id}")
+    with open(path) as f:
+        content = json.load(f)
+    content["timeMillis"] = epoch_ms(local)
+    with open(path, "w") as f:
+        json.dump(content, f)
+
+
+def written(table, consumer_id: str, local: datetime) -> None:
+    """Make a consumer file look last written at `local`."""
+    path = os.path.join(table.table_path, "consumer", f"consumer-{consumer_id}")
+    os.utime(path, (local.timestamp(), local.timestamp()))
+
+
+def tree(table) -> list:
+    return sorted(os.walk(table.table_path))
+
+
+def rows(table) -> list[tuple[str, int]]:
+    builder = table.new_read_builder()
+    splits = builder.new_scan().plan().splits()
+    found = builder.new_read().to_arrow(splits).to_pylist() if splits else []
+    return sorted((r["dt"], r["id"]) for r in found)
+
+
+@pytest.fixture
+def table(warehouse):
+    """Ten daily commits (snapshot i on day i at 10:00, partition dt=day i), two consumers:
+    `gone` last written two days before NOW, `live` an hour before, reading snapshot 9."""
+    t = create_table(warehouse, TableSpec("db", "p", SCHEMA, ("dt", "id"), 1, ("dt",), OPTIONS))
+    for i, day in enumerate(DAYS, start=1):
+        batch = [{"dt": day, "id": k, "v": f"{day}-{k}"} for k in range(3)]
+        write_with_pypaimon(t, pa.Table.from_pylist(batch, schema=SCHEMA))
+        set_time(t, i, datetime(2024, 1, i, 10, 0))
+    set_consumer(t, "gone", 2)
+    set_consumer(t, "live", 9)
+    written(t, "gone", NOW - timedelta(days=2))
+    written(t, "live", NOW - timedelta(hours=1))
+    return t
+
+
+def test_the_pass_runs_every_step_in_order(table):
+    result = _maintain(table, now=NOW)
+
+    assert result.skipped == {} and result.steps_run == 5 and not result.dry_run
+    # 1. daily tags on the snapshot each day's end saw first; num-retained-max keeps two. Taken
+    # before partition expiry: no tag holds its overwrite snapshot 11 (committed now, in 2026)
+    assert {t.name: t.snapshot_id for t in list_tags(table)} == {
+        "2024-01-08": 9,
+        "2024-01-09": 10,
+    }
+    assert result.tag_creation.created == ("2023-12-31", *DAYS[:9])
+    assert len(result.tag_creation.deleted) == 8
+    # 2. no tag has a time retained
+    assert result.tag_expiry.deleted == ()
+    # 3. before NOW - 3 d = 2024-01-07 12:00: days 1..7, one OVERWRITE snapshot (11)
+    assert result.partition_expiry.expired_partitions == tuple(f"dt={d}" for d in DAYS[:7])
+    assert result.partition_expiry.snapshot_id == 11
+    assert rows(table) == [(d, k) for d in DAYS[7:] for k in range(3)]
+    # 4. `gone` was last written before NOW - 1 d
+    assert result.consumer_expiry.removed == ("gone",)
+    assert [c.consumer_id for c in list_consumers(table).consumers] == ["live"]
+    # 5. `live` reads 9: snapshots 1..8 (older than an hour, beyond the one kept) expire
+    assert snapshot_ids(table) == [9, 10, 11]
+    assert result.snapshot_expiry.expired == tuple(range(1, 9))
+
+    as_json = result.to_dict()
+    assert list(as_json)[:6] == ["table", *STEPS]
+    assert as_json["partition_expiry"]["expired_partitions"][0] == "dt=2024-01-01"
+    metrics = result.metrics()
+    assert metrics["steps_run"] == 5 and metrics["steps_skipped"] == 0
+    assert metrics["tag_creation_created"] == 10
+    assert metrics["partition_expiry_expired_partitions"] == 7
+    assert metrics["consumer_expiry_removed"] == 1
+    assert metrics["snapshot_expiry_expired"] == 8
+    assert "partition_expiry:" in result.summary()
+
+
+def test_dry_run_changes_nothing(table):
+    before = tree(table)
+    result = _maintain(table, dry_run=True, now=NOW)
+    assert tree(table) == before
+    assert result.dry_run and result.steps_run == 5
+    assert result.tag_creation.dry_run and len(result.tag_creation.created) == 10
+    assert result.partition_expiry.expired_partitions == tuple(f"dt={d}" for d in DAYS[:7])
+    assert result.consumer_expiry.removed == ("gone",)
+    assert "(dry run)" in result.summary()
+
+
+def test_unconfigured_steps_are_skipped_with_reasons(warehouse):
+    table = history(warehouse, 3)
+    result = maintain(table)
+    assert set(result.skipped) == {"tag_creation", "partition_expiry", "consumer_expiry"}
+    assert "tag.automatic-creation" in result.skipped["tag_creation"]
+    assert result.skipped["partition_expiry"] == "partition.expiration-time is not set"
+    assert "consumer.expiration-time" in result.skipped["consumer_expiry"]
+    assert result.tag_creation is None and result.partition_expiry is None
+    assert result.tag_expiry is not None and result.snapshot_expiry is not None
+    # the defaults keep 10 snapshots
+    assert result.snapshot_expiry.expired == () and snapshot_ids(table) == [1, 2, 3]
+    assert result.to_dict()["partition_expiry"] is None
+    assert result.metrics()["steps_skipped"] == 3
+    assert "skipped (partition.expiration-time is not set)" in result.summary()
+
+
+def test_partitioned_without_expiration_time_skips_partition_expiry(warehouse):
+    spec = TableSpec("db", "q", SCHEMA, ("dt", "id"), 1, ("dt",), {"tag.time-expire-enabled": "0"})
+    with pytest.raises(InvalidOptionError):  # a malformed option fails before any step
+        maintain(create_table(warehouse, spec))
+    spec = TableSpec("db", "r", SCHEMA, ("dt", "id"), 1, ("dt",), {})
+    table = create_table(warehouse, spec)
+    result = maintain(table)
+    assert result.skipped["partition_expiry"] == "partition.expiration-time is not set"
+
+
+def test_a_failing_step_stops_the_pass(table, monkeypatch):
+    def conflict(*args, **kwargs):
+        raise CommitConflictError("another commit replaced the files")
+
+    monkeypatch.setattr(maintain_module, "_expire_partitions", conflict)
+    with pytest.raises(MaintenanceStepError) as caught:
+        _maintain(table, now=NOW)
+    error = caught.value
+    assert error.step == "partition_expiry" and not isinstance(error, InputError)
+    assert "stopped at step partition_expiry" in str(error)
+    assert "another commit" in str(error)
+    assert isinstance(error.__cause__, CommitConflictError)
+    assert list(error.completed) == ["tag_creation", "tag_expiry"]
+    # the tags stay; consumer and snapshot expiry did not run
+    assert len(list_tags(table)) == 2
+    assert [c.consumer_id for c in list_consumers(table).consumers] == ["gone", "live"]
+    assert snapshot_ids(table) == list(range(1, 11))
+
+
+def test_an_input_error_of_a_step_stays_an_input_error(table, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise InvalidOptionError("bad partition.timestamp-formatter")
+
+    monkeypatch.setattr(maintain_module, "_expire_consumers", refuse)
+    with pytest.raises(MaintenanceStepInputError) as caught:
+        _maintain(table, now=NOW)
+    assert caught.value.step == "consumer_expiry" and isinstance(caught.value, InputError)
+    assert snapshot_ids(table) == list(range(1, 12))  # partition expiry committed 11
+
+
+def test_cli_and_paimon_table(capsys, warehouse):
+    from dagster_paimon import PaimonTable
+    from dagster_paimon.cli import main
+
+    history(warehouse, 3)
+    args = ["--warehouse", warehouse, "--table", "db.cdc"]
+    assert main(["maintain", *args, "--dry-run", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["dry_run"] is True and out["tag_creation"] is None
+    assert out["skipped"]["consumer_expiry"] == "consumer.expiration-time is not set"
+    assert main(["maintain", *args]) == 0
+    assert "snapshot_expiry:" in capsys.readouterr().out
+    result = PaimonTable.open(warehouse, "db.cdc").maintain(dry_run=True)
+    assert result.steps_run == 2
