@@ -48,7 +48,7 @@ from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor, 
 from dagster_paimon.lsm.compaction.plan import RewriteGroup, TaskPlan
 from dagster_paimon.lsm.compaction.postpone import discard_placed
 from dagster_paimon.lsm.compaction.rewriter import MERGE, Rewriter
-from dagster_paimon.lsm.compaction.task import _TaskRun
+from dagster_paimon.lsm.compaction.task import TaskRun
 from dagster_paimon.lsm.merge.kway import MergeStats
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_levels
 from dagster_paimon.lsm.model.runs import SortedRun
@@ -76,7 +76,7 @@ def rescale_bucket(table: FileStoreTable, task: RescaleTask) -> tuple[BucketWrit
     """Merge one source bucket and write its rows into level-0 files of the new buckets."""
     schema = table.table_schema
     values = value_schema(schema)
-    run = _TaskRun(table, task.plan, MergeStats())
+    run = TaskRun(table, task.plan, MergeStats())
     writer = Level0Writer(
         table, plan_write_layout(schema, values), {}, num_buckets=task.num_buckets
     )
@@ -133,7 +133,7 @@ def merge_target(table: FileStoreTable, task: TargetMerge) -> tuple[BucketWrite,
         upgrades=(),
         rewriter=Rewriter(MERGE, max_level=task.output_level),
     )
-    files = _TaskRun(table, plan, MergeStats()).rewrite(group)  # removes its files on failure
+    files = TaskRun(table, plan, MergeStats()).rewrite(group)  # removes its files on failure
     return (BucketWrite(task.partition, task.bucket, tuple(files), 0),)
 
 

@@ -68,7 +68,7 @@ class CompactResult:
         return self.change.new_files
 
 
-class _TaskRun:
+class TaskRun:
     """What one task's rewrites and scans share: merge engine, vectors, lookups, changelog."""
 
     def __init__(self, table: FileStoreTable, plan: TaskPlan, stats: MergeStats):
@@ -277,7 +277,7 @@ def run_task(table: FileStoreTable, plan: TaskPlan) -> CompactResult:
     """Execute one task; on any failure the files it wrote are deleted and the error re-raised."""
     start = time.perf_counter()
     stats = MergeStats()
-    run = _TaskRun(table, plan, stats)
+    run = TaskRun(table, plan, stats)
     new_files: list[DataFileMeta] = []
     rewritten = list(plan.rewritten_files)
     upgrades: list[Upgrade] = []
