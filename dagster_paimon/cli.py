@@ -34,7 +34,9 @@ from dagster_paimon.errors import (
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
 
+    from dagster_paimon.lsm.compaction import TaskExecutor
     from dagster_paimon.spark.session import PendingSession
+    from dagster_paimon.table import TableRef
 
 PROG = "dagster-paimon"
 WAREHOUSE_ENV = "PAIMON_WAREHOUSE"
@@ -408,8 +410,28 @@ def compact(
 ) -> tuple[dict, str]:
     """Plan Paimon's universal compaction (or a full one) of every bucket and, unless
     --dry-run, run it and commit one COMPACT snapshot."""
-    _spark_where(spark_master, spark_remote)
     from dagster_paimon.lsm.compaction import compact_open_table
+
+    def run(table: FileStoreTable, ref: TableRef, tasks: TaskExecutor | None) -> Any:
+        return compact_open_table(
+            table, ref, full=full, partition=partition, executor=tasks, dry_run=dry_run
+        )
+
+    result = _on_executor(shared, executor, dry_run, spark_master, spark_remote, run)
+    return result.to_dict(), result.summary()
+
+
+def _on_executor(
+    shared: Shared,
+    executor: str,
+    dry_run: bool,
+    spark_master: str,
+    spark_remote: str | None,
+    run: Callable[[FileStoreTable, TableRef, TaskExecutor | None], Any],
+) -> Any:
+    """Run a compaction-like operation on the local or the Spark executor: the Spark session's
+    JVM boots while the table opens (a dry run starts none)."""
+    _spark_where(spark_master, spark_remote)
     from dagster_paimon.table import TableRef
 
     assert shared.warehouse is not None and shared.table is not None
@@ -423,15 +445,7 @@ def compact(
             from dagster_paimon.spark.executor import SparkExecutor
 
             tasks = SparkExecutor(pending.session())
-        result = compact_open_table(
-            table,
-            TableRef.of(shared.warehouse, shared.table, options),
-            full=full,
-            partition=partition,
-            executor=tasks,
-            dry_run=dry_run,
-        )
-    return result.to_dict(), result.summary()
+        return run(table, TableRef.of(shared.warehouse, shared.table, options), tasks)
 
 
 @command(
@@ -468,29 +482,14 @@ def rescale(
     --bucket-num buckets and commit one OVERWRITE snapshot, as Paimon's rescale procedure
     does; it fails, nothing committed, if another writer changed those partitions meanwhile.
     The table's bucket option is not altered."""
-    _spark_where(spark_master, spark_remote)
     from dagster_paimon.lsm.compaction import rescale_open_table
-    from dagster_paimon.table import TableRef
 
-    assert shared.warehouse is not None and shared.table is not None
-    options = catalog_options(shared)
-    spark = executor == "spark" and not dry_run
-    pending_session = _starting_session(shared, spark_master, spark_remote) if spark else None
-    with pending_session or nullcontext() as pending:
-        table = table_of(shared)
-        tasks = None
-        if pending is not None:
-            from dagster_paimon.spark.executor import SparkExecutor
-
-            tasks = SparkExecutor(pending.session())
-        result = rescale_open_table(
-            table,
-            TableRef.of(shared.warehouse, shared.table, options),
-            bucket_num=bucket_num,
-            partition=partition,
-            executor=tasks,
-            dry_run=dry_run,
+    def run(table: FileStoreTable, ref: TableRef, tasks: TaskExecutor | None) -> Any:
+        return rescale_open_table(
+            table, ref, bucket_num=bucket_num, partition=partition, executor=tasks, dry_run=dry_run
         )
+
+    result = _on_executor(shared, executor, dry_run, spark_master, spark_remote, run)
     return result.to_dict(), result.summary()
 
 
