@@ -3,8 +3,8 @@
     python -m tests.crash_child <op> <warehouse> <json args>
 
 ops: compact, ingest, overwrite, expire, compact-manifests, expire-partitions, remove-orphans,
-delete-tag, rollback, `writer` (a pypaimon upsert loop printing one JSON line per acknowledged
-commit, for the stress test),
+delete-tag, rollback, rescale, `writer` (a pypaimon upsert loop printing one JSON line per
+acknowledged commit, for the stress test),
 `racing-ingest` (an ingest during which pypaimon commits `rival` rows, after the ingest read its
 base snapshot and wrote its files) and `ingests` (several ingests in a row, started when the
 parent creates `go` in the `gate` directory).
@@ -54,6 +54,7 @@ OPS = (
     "remove-orphans",
     "delete-tag",
     "rollback",
+    "rescale",
     "writer",
     "racing-ingest",
     "ingests",
@@ -179,6 +180,13 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
 
         ref = TableRef.of(warehouse, identifier)
         result = compact_open_table(table, ref, full=bool(args.get("full", False)))
+        return {"snapshot_id": result.snapshot_id}
+    if op == "rescale":
+        from dagster_paimon.lsm.compaction import rescale_open_table
+
+        ref = TableRef.of(warehouse, identifier)
+        bucket_num, partition = int(args["bucket_num"]), args.get("partition")
+        result = rescale_open_table(table, ref, bucket_num=bucket_num, partition=partition)
         return {"snapshot_id": result.snapshot_id}
     if op in ("ingest", "overwrite"):
         from dagster_paimon.ingest.arrow import ingest_arrow

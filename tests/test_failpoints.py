@@ -580,3 +580,49 @@ def test_rollback_crash(failpoint, template, zygote, tmp_path):
     assert table.tag_manager().list_tags() == []
     assert_orphans_removed(zygote, warehouse)
     assert rows_by_key(fresh_table(warehouse), KEY) == template.expected[ROLLBACK_TARGET]
+
+
+RESCALE_ARGS = {"bucket_num": 4, "partition": {"dt": DAY1}}
+RESCALE_STEPS = (
+    fp.DATA_FILE_WRITTEN,  # a level-0 file of a source bucket's rows
+    f"{fp.DATA_FILE_WRITTEN}@3",  # among the merged runs of the new buckets
+    *COMMIT_STEPS,
+    fp.AFTER_SNAPSHOT,
+)
+
+
+def day1_bucket_counts(warehouse: Path) -> set[int]:
+    """The bucket counts DAY1's live files record (`_TOTAL_BUCKETS`)."""
+    from dagster_paimon.snapshot.entries import live_entries
+
+    table = fresh_table(warehouse)
+    entries = live_entries(table, table.snapshot_manager().get_latest_snapshot())
+    return {e.total_buckets for e in entries if e.partition.values == [DAY1]}
+
+
+@pytest.mark.parametrize("failpoint", RESCALE_STEPS)
+def test_rescale_crash(failpoint, template, zygote, tmp_path):
+    """Rescaling DAY1 from 2 to 4 buckets, killed at each step: every snapshot reads as it did
+    and the OVERWRITE exists exactly when the kill came after it; a rerun rescales, and orphan
+    removal leaves only referenced files."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    crashed = zygote.run("rescale", str(warehouse), RESCALE_ARGS, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+
+    table = fresh_table(warehouse)
+    new_ids = [i for i in snapshot_ids(table) if i > template.latest_id]
+    assert len(new_ids) == (1 if failpoint == fp.AFTER_SNAPSHOT else 0), new_ids
+    check_committed(warehouse, template, "rescale")  # the rows never change
+    assert day1_bucket_counts(warehouse) == ({4} if new_ids else {2})
+    if new_ids:
+        assert unreferenced_files(table) == set(), "a landed rescale references all it wrote"
+    else:
+        assert unreferenced_files(table), "killed after writing files, nothing was left behind"
+
+    rerun = zygote.run("rescale", str(warehouse), RESCALE_ARGS)
+    assert rerun.returncode == 0, rerun.describe()
+    check_committed(warehouse, template, "rescale")
+    assert day1_bucket_counts(warehouse) == {4}
+    assert_orphans_removed(zygote, warehouse)
+    check_committed(warehouse, template, "rescale")
