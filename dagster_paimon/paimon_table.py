@@ -93,13 +93,13 @@ class PaimonTable:
     def open(
         cls, warehouse: str, identifier: str, catalog_options: Mapping[str, str] | None = None
     ) -> PaimonTable:
-        """Open an existing primary-key table, so that every way of not finding it is typed.
+        """Open an existing table (primary-key or append); every way of not finding it is typed.
 
         Raises InvalidArgumentError (an identifier not shaped DB.TABLE),
         WarehouseUnreachableError and its S3 subclasses (MissingCredentialsError,
         InvalidCredentialsError, AccessDeniedError, BucketNotFoundError,
         EndpointUnreachableError, UnsupportedWarehouseError), DatabaseNotFoundError,
-        TableNotFoundError, InvalidTableSpecError (a table without a primary key).
+        TableNotFoundError.
         """
         _check_identifier(identifier)
         ref = TableRef.of(warehouse, identifier, catalog_options)

@@ -123,7 +123,7 @@ def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
     The database is only looked at when the table is missing, to say which of the two is.
 
     Raises InvalidArgumentError (not DB.TABLE), DatabaseNotFoundError, TableNotFoundError,
-    WarehouseUnreachableError, InvalidTableSpecError (no primary key).
+    WarehouseUnreachableError, CorruptFileError.
     """
     database, _ = parse_identifier(identifier)
     try:
@@ -141,19 +141,16 @@ def get_table(catalog: Catalog, identifier: str) -> FileStoreTable:
         raise WarehouseUnreachableError(f"cannot read warehouse: {e}") from e
     except RuntimeError as e:  # pypaimon's "Failed to load schema", the decoding error its cause
         raise CorruptFileError(f"table {identifier!r}: {e}: {e.__cause__}") from e
-    if not table.table_schema.primary_keys:
-        raise InvalidTableSpecError(f"table {identifier!r} has no primary key")
     return table
 
 
 def open_table(
     warehouse: str, identifier: str, catalog_options: Mapping[str, str] | None = None
 ) -> FileStoreTable:
-    """Open an existing primary-key table; every way of not finding it has its own error.
+    """Open an existing table (primary-key or append); every way of not finding it is typed.
 
     Raises WarehouseUnreachableError (or an S3 subclass: credentials, access, bucket, endpoint),
-    InvalidArgumentError (identifier not DB.TABLE), DatabaseNotFoundError, TableNotFoundError,
-    InvalidTableSpecError (no primary key).
+    InvalidArgumentError (identifier not DB.TABLE), DatabaseNotFoundError, TableNotFoundError.
     """
     return get_table(open_catalog(warehouse, catalog_options), identifier)
 

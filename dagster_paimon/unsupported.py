@@ -144,6 +144,11 @@ def _primary_key(find: Finder) -> Finder:
     return lambda schema: find(schema) if schema.primary_keys else None
 
 
+def _append_table(schema: TableSchema) -> str | None:
+    """A table without a primary key (an append table)."""
+    return None if schema.primary_keys else "no primary key (an append table)"
+
+
 def _foreign_format(schema: TableSchema) -> str | None:
     """`file.format`, a level of `file.format.per.level` or `changelog-file.format` naming a
     format we cannot write."""
@@ -260,6 +265,15 @@ def _unknown_external_strategy(schema: TableSchema) -> str | None:
 
 WRITES = frozenset({COMPACTION, INGEST})
 MODES = (
+    Unsupported(
+        "append table",
+        "0.4",
+        frozenset(OPERATIONS) - {ORPHAN_REMOVAL},
+        "an append table's files are compacted by AppendCompactCoordinator (unaware bucket) or "
+        "BucketedAppendCompactManager, not by the LSM merge; its files carry no key fields",
+        "AppendCompactCoordinator, BucketedAppendCompactManager, AppendOnlyFileStoreWrite",
+        _append_table,
+    ),
     Unsupported(
         PK_CLUSTERING_OVERRIDE,
         "1.4",

@@ -80,6 +80,7 @@ def _options(**options: str) -> Callable:
 
 # one table per mode of MODES, the way Java's writer would have left it
 TABLES: dict[str, Callable] = {
+    "append table": lambda s: replace(s, primary_keys=[]),
     "pk-clustering-override": _options(
         **{"pk-clustering-override": "true", "clustering.columns": "v"}
     ),

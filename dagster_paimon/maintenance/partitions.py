@@ -339,7 +339,7 @@ def plan_partition_expiry(
     partition.expiration-strategy, partition.expiration-max-num). Raises InvalidArgumentError
     (no expiration time anywhere, a negative one, an unknown strategy, max_num < 1),
     InvalidOptionError (malformed partition.* options, a formatter we cannot read),
-    InvalidTableSpecError (an unpartitioned or append-only table), UnsupportedLayoutError.
+    InvalidTableSpecError (an unpartitioned table), UnsupportedLayoutError.
     """
     return _plan(
         table, expiration_time=expiration_time, strategy=strategy, max_num=max_num, now=None
@@ -357,13 +357,9 @@ def _plan(
     """plan_partition_expiry with the tests' clock."""
     schema = table.table_schema
     name = _table_name(table)
-    if not schema.primary_keys:
-        raise InvalidTableSpecError(
-            f"{name} has no primary key: dagster-paimon maintains primary-key tables only"
-        )
+    check_supported_layout(schema, operation=PARTITION_EXPIRY)
     if not schema.partition_keys:
         raise InvalidTableSpecError(f"{name} is not partitioned: it has no partition to expire")
-    check_supported_layout(schema, operation=PARTITION_EXPIRY)
     config = PartitionExpiryConfig.of(
         schema.options, expiration_time=expiration_time, strategy=strategy, max_num=max_num
     )
@@ -466,7 +462,7 @@ def expire_partitions(
 
     Raises InvalidArgumentError (no expiration time anywhere, a negative one, an unknown
     strategy, max_num < 1), InvalidOptionError (malformed partition.* options, a formatter we
-    cannot read), InvalidTableSpecError (unpartitioned, or no primary key),
+    cannot read), InvalidTableSpecError (unpartitioned),
     UnsupportedLayoutError; not input: CommitConflictError, TransientStoreError.
     """
     return _expire_partitions(
