@@ -1,10 +1,11 @@
-"""Which primary-key tables a warehouse holds: what adopting existing tables starts from.
+"""Which tables a warehouse holds: what adopting existing tables starts from.
 
 One pass over the catalog: every database, every table directory, each table's latest schema.
-Tables are named `db.table` and filtered by shell-style include/exclude patterns. Append-only
-tables and directories that are not Paimon tables are skipped with the reason logged; a
-pattern set matching no primary-key table is an error rather than an empty result, unless the
-caller allows an empty one (`allow_empty`), which is then logged as a warning.
+Tables are named `db.table` and filtered by shell-style include/exclude patterns and by kind
+(primary-key or append). Tables of a kind not asked for and directories that are not Paimon
+tables are skipped with the reason logged; a selection matching no table is an error rather
+than an empty result, unless the caller allows an empty one (`allow_empty`), which is then
+logged as a warning.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from dagster_paimon.table import open_catalog
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
+PRIMARY_KEY = "primary-key"
+APPEND = "append"
+TABLE_KINDS = (PRIMARY_KEY, APPEND)
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class TableColumn:
 
 @dataclass(frozen=True)
 class DiscoveredTable:
-    """A primary-key table as its latest schema describes it."""
+    """A table as its latest schema describes it."""
 
     identifier: str
     columns: tuple[TableColumn, ...]
@@ -62,6 +66,11 @@ class DiscoveredTable:
     def schema(self) -> pa.Schema:
         """The table's columns in Arrow types (kept as base64 Arrow IPC in the state)."""
         return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(self.arrow_schema)))
+
+    @property
+    def kind(self) -> str:
+        """PRIMARY_KEY or APPEND (a table without a primary key)."""
+        return PRIMARY_KEY if self.primary_keys else APPEND
 
     @property
     def database(self) -> str:
@@ -140,17 +149,26 @@ def discover_tables(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     allow_empty: bool = False,
+    kinds: Sequence[str] = TABLE_KINDS,
 ) -> Discovery:
-    """Every primary-key table of the warehouse whose name the patterns select.
+    """Every table of the given kinds (TABLE_KINDS) whose name the patterns select.
 
     None is a TableNotFoundError naming the patterns; with `allow_empty`, a warning and an
     empty result, a local warehouse directory that does not exist yet included (an
     unreachable remote warehouse is a WarehouseUnreachableError either way).
 
-    Raises WarehouseUnreachableError (or an S3 subclass), TableNotFoundError (no primary-key table
-    matches the patterns and `allow_empty` is not set).
+    Raises InvalidArgumentError (no kind, or a kind not in TABLE_KINDS),
+    WarehouseUnreachableError (or an S3 subclass), TableNotFoundError (no table matches the
+    patterns and kinds and `allow_empty` is not set).
     """
-    patterns = f"include {list(include) or ['*']} exclude {list(exclude)}"
+    unknown = sorted(set(kinds) - set(TABLE_KINDS))
+    if unknown or not kinds:
+        raise InvalidArgumentError(
+            f"table kinds must be a non-empty subset of {list(TABLE_KINDS)}, got {list(kinds)}"
+        )
+    patterns = (
+        f"include {list(include) or ['*']} exclude {list(exclude)} kinds {sorted(set(kinds))}"
+    )
     local = local_path(warehouse)
     if allow_empty and local is not None and not Path(local).exists():
         log.warning(
@@ -177,6 +195,8 @@ def discover_tables(
             if not matches(identifier, include, exclude):
                 continue
             found = _describe(catalog, identifier)
+            if isinstance(found, DiscoveredTable) and found.kind not in kinds:
+                found = f"{found.kind} table: not among the kinds asked for {list(kinds)}"
             if isinstance(found, str):
                 log.info("skipping %s: %s", identifier, found)
                 skipped.append((identifier, found))
@@ -184,16 +204,13 @@ def discover_tables(
                 tables.append(found)
     if not tables:
         message = (
-            f"no primary-key table of {warehouse!r} matches {patterns} "
-            f"(skipped: {dict(skipped) or 'none'})"
+            f"no table of {warehouse!r} matches {patterns} (skipped: {dict(skipped) or 'none'})"
         )
         if not allow_empty:
             raise TableNotFoundError(message)
         log.warning("%s; adopting none", message)
         return Discovery(warehouse, (), tuple(skipped))
-    log.info(
-        "discovered %d primary-key tables in %s, skipped %d", len(tables), warehouse, len(skipped)
-    )
+    log.info("discovered %d tables in %s, skipped %d", len(tables), warehouse, len(skipped))
     return Discovery(warehouse, tuple(tables), tuple(skipped))
 
 
@@ -206,8 +223,6 @@ def _describe(catalog: Any, identifier: str) -> DiscoveredTable | str:
     except (OSError, ValueError, KeyError, DagsterPaimonError) as e:
         return f"unreadable schema: {e}"
     schema = table.table_schema
-    if not schema.primary_keys:
-        return "append-only table (no primary key): nothing to compact"
     return DiscoveredTable(
         identifier=identifier,
         columns=tuple(TableColumn(f.name, str(f.type), f.description) for f in schema.fields),

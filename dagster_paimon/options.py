@@ -18,6 +18,7 @@ T = TypeVar("T")
 D = TypeVar("D")
 
 BUCKET = "bucket"
+BUCKET_KEY = "bucket-key"
 BUCKET_FUNCTION_TYPE = "bucket-function.type"
 FILE_FORMAT = "file.format"
 FILE_FORMAT_PER_LEVEL = "file.format.per.level"

@@ -24,14 +24,14 @@ from dagster_paimon.errors import (
     WarehouseUnreachableError,
     transient_errors,
 )
-from dagster_paimon.options import BUCKET, DYNAMIC_BUCKET, POSTPONE_BUCKET
+from dagster_paimon.options import BUCKET, BUCKET_KEY, DYNAMIC_BUCKET, POSTPONE_BUCKET
 from dagster_paimon.redaction import masked_options
 from dagster_paimon.storage.warehouse import warehouse_for
 
 
 @dataclass(frozen=True)
 class TableSpec:
-    """What a primary-key table should look like; validated before anything is written."""
+    """What a table should look like (no primary keys: an append table); validated first."""
 
     database: str
     name: str
@@ -47,7 +47,7 @@ class TableSpec:
         return f"{self.database}.{self.name}"
 
     def validate(self) -> None:
-        """Reject specs Paimon would reject or that cannot be a primary-key table.
+        """Reject specs Paimon would reject (SchemaValidation's rules for the table's kind).
 
         Raises InvalidTableSpecError (a spec Paimon would refuse).
         """
@@ -56,8 +56,6 @@ class TableSpec:
         duplicates = sorted({c for c in columns if columns.count(c) > 1})
         if duplicates:
             problems.append(f"duplicate columns {duplicates}")
-        if not self.primary_keys:
-            problems.append("a primary-key table needs at least one primary key")
         missing_pk = [k for k in self.primary_keys if k not in columns]
         if missing_pk:
             problems.append(f"primary keys {missing_pk} are not columns of the schema")
@@ -65,7 +63,7 @@ class TableSpec:
         if missing_part:
             problems.append(f"partition keys {missing_part} are not columns of the schema")
         outside_pk = [k for k in self.partition_keys if k not in self.primary_keys]
-        if outside_pk:
+        if self.primary_keys and outside_pk:
             problems.append(
                 f"partition keys {outside_pk} must also be primary keys "
                 "(Paimon keys are unique per partition)"
@@ -77,12 +75,26 @@ class TableSpec:
                 f"bucket must be >= 1 (fixed), {DYNAMIC_BUCKET} (dynamic) or "
                 f"{POSTPONE_BUCKET} (postpone), got {self.bucket}"
             )
+        if not self.primary_keys:
+            problems.extend(self._append_problems(columns))
         if BUCKET in self.options and str(self.options[BUCKET]) != str(self.bucket):
             problems.append("give the bucket count as TableSpec.bucket, not as an option")
         if problems:
             raise InvalidTableSpecError(
                 f"invalid spec for {self.identifier}: " + "; ".join(problems)
             )
+
+    def _append_problems(self, columns: list[str]) -> list[str]:
+        """An append table is unaware-bucket (-1) or bucketed by its 'bucket-key' columns."""
+        keys = [k.strip() for k in str(self.options.get(BUCKET_KEY, "")).split(",") if k.strip()]
+        if self.bucket == POSTPONE_BUCKET:
+            return [f"bucket {POSTPONE_BUCKET} (postpone) needs a primary key"]
+        if self.bucket == DYNAMIC_BUCKET and keys:
+            return [f"an append table with bucket {DYNAMIC_BUCKET} cannot have a '{BUCKET_KEY}'"]
+        if self.bucket > 0 and not keys:
+            return [f"a bucketed append table needs a '{BUCKET_KEY}' option naming its columns"]
+        missing = [k for k in keys if k not in columns]
+        return [f"bucket keys {missing} are not columns of the schema"] if missing else []
 
     def paimon_schema(self) -> Schema:
         """The pypaimon Schema to create, with the bucket count folded into the options."""

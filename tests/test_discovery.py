@@ -1,4 +1,4 @@
-"""Discovery: the primary-key tables of a warehouse, as adopting existing tables needs them."""
+"""Discovery: the tables of a warehouse by name and kind, as adopting existing tables needs them."""
 
 from __future__ import annotations
 
@@ -28,10 +28,12 @@ def populate(warehouse: str, catalog_options: dict | None = None) -> None:
     catalog.create_table("shop.log", Schema.from_pyarrow_schema(SCHEMA), False)
 
 
-def test_discovery_adopts_primary_key_tables_and_says_why_others_are_skipped(warehouse):
+def test_discovery_adopts_tables_of_the_kinds_asked_and_says_why_others_are_skipped(warehouse):
     populate(warehouse)
     os.makedirs(os.path.join(warehouse, "shop.db", "notatable", "x"))
-    found = discover_tables(warehouse, include=["shop.*"], exclude=["*.tmp_*"])
+    found = discover_tables(
+        warehouse, include=["shop.*"], exclude=["*.tmp_*"], kinds=["primary-key"]
+    )
     assert [t.identifier for t in found.tables] == ["shop.orders"]
     orders = found.tables[0]
     assert (orders.primary_keys, orders.partition_keys, orders.bucket) == (("id",), (), 2)
@@ -41,20 +43,31 @@ def test_discovery_adopts_primary_key_tables_and_says_why_others_are_skipped(war
     ]
     assert orders.options["deletion-vectors.enabled"] == "true"
     assert orders.schema.equals(SCHEMA)
+    assert orders.kind == "primary-key"
     assert dict(found.skipped) == {
-        "shop.log": "append-only table (no primary key): nothing to compact",
+        "shop.log": "append table: not among the kinds asked for ['primary-key']",
         "shop.notatable": "not a Paimon table (no schema)",
     }
     assert Discovery.from_json(found.to_json()) == found
     every = discover_tables(warehouse)
-    assert [t.identifier for t in every.tables] == ["shop.orders", "shop.tmp_x"]
-    assert every.tables[1].bucket == -1
+    assert [t.identifier for t in every.tables] == ["shop.log", "shop.orders", "shop.tmp_x"]
+    log, _, tmp_x = every.tables
+    assert (log.kind, log.primary_keys, log.bucket) == ("append", (), -1)
+    assert tmp_x.bucket == -1
+    assert Discovery.from_json(every.to_json()).tables[0].kind == "append"
+    appends = discover_tables(warehouse, kinds=["append"])
+    assert [t.identifier for t in appends.tables] == ["shop.log"]
 
 
 def test_patterns_matching_nothing_and_bad_warehouses_are_specific_errors(warehouse, tmp_path):
     populate(warehouse)
     with pytest.raises(TableNotFoundError, match=r"matches include \['sales\.\*'\]"):
         discover_tables(warehouse, include=["sales.*"])
+    with pytest.raises(TableNotFoundError, match=r"kinds \['append'\]"):
+        discover_tables(warehouse, include=["shop.orders"], kinds=["append"])
+    for kinds in ([], ["log"]):
+        with pytest.raises(InvalidArgumentError, match="table kinds must be"):
+            discover_tables(warehouse, kinds=kinds)
     with pytest.raises(WarehouseUnreachableError):
         discover_tables(str(tmp_path / "missing"))
     with pytest.raises(InvalidArgumentError, match="version"):
@@ -71,6 +84,8 @@ def test_patterns():
 def test_discovery_on_s3(s3_warehouse):
     warehouse, options = s3_warehouse
     populate(warehouse, options)
-    found = discover_tables(warehouse, options)
+    found = discover_tables(warehouse, options, kinds=["primary-key"])
     assert [t.identifier for t in found.tables] == ["shop.orders", "shop.tmp_x"]
-    assert ("shop.log", "append-only table (no primary key): nothing to compact") in found.skipped
+    assert ("shop.log", "append table: not among the kinds asked for ['primary-key']") in (
+        found.skipped
+    )

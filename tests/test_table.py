@@ -57,7 +57,10 @@ def test_existing_table_with_another_layout_is_a_schema_mismatch(warehouse):
     ("spec", "message"),
     [
         (TableSpec("db", "t", ORDERS_SCHEMA, ("nope",), 2), "primary keys \\['nope'\\]"),
-        (TableSpec("db", "t", ORDERS_SCHEMA, (), 2), "at least one primary key"),
+        (TableSpec("db", "t", ORDERS_SCHEMA, (), 2), "needs a 'bucket-key'"),
+        (TableSpec("db", "t", ORDERS_SCHEMA, (), -2), "needs a primary key"),
+        (TableSpec("db", "t", ORDERS_SCHEMA, (), -1, (), {"bucket-key": "id"}), "cannot have"),
+        (TableSpec("db", "t", ORDERS_SCHEMA, (), 2, (), {"bucket-key": "x"}), "bucket keys"),
         (TableSpec("db", "t", ORDERS_SCHEMA, ("id",), 2, ("dt",)), "must also be primary keys"),
         (TableSpec("db", "t", ORDERS_SCHEMA, ("dt", "id"), 2, ("x",)), "partition keys \\['x'\\]"),
         (TableSpec("db", "t", ORDERS_SCHEMA, ("dt",), 2, ("dt",)), "non-partition column"),
@@ -75,6 +78,15 @@ def test_invalid_specs_are_rejected_before_anything_is_written(warehouse, spec, 
 @pytest.mark.parametrize("bucket", [-1, -2, 1])
 def test_dynamic_and_postpone_buckets_are_valid_specs(bucket):
     TableSpec("db", "t", ORDERS_SCHEMA, ("id",), bucket).validate()
+
+
+@pytest.mark.parametrize(("bucket", "options"), [(-1, {}), (3, {"bucket-key": "id, dt"})])
+def test_append_tables_are_created_as_paimon_defines_them(warehouse, bucket, options):
+    spec = TableSpec("db", "log", ORDERS_SCHEMA, (), bucket, ("dt",), options)
+    schema = create_table(warehouse, spec).table_schema
+    assert (schema.primary_keys, schema.partition_keys) == ([], ["dt"])
+    assert schema.options["bucket"] == str(bucket)
+    assert create_table(warehouse, spec).table_schema == schema  # idempotent
 
 
 def test_unknown_table_database_and_warehouse_have_their_own_errors(warehouse, tmp_path):

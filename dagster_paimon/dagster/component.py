@@ -1,4 +1,4 @@
-"""PaimonWarehouseComponent: adopt the primary-key tables a warehouse already holds, in YAML.
+"""PaimonWarehouseComponent: adopt the tables a warehouse already holds, in YAML.
 
 A state-backed Dagster component. Refreshing its state (`dg utils refresh-defs-state`, or a
 `dg`/`dagster dev` load) lists the warehouse once (`dagster_paimon.discovery`) and stores the
@@ -12,7 +12,7 @@ become dynamic partitions, which the component's one sensor adds as they appear;
 also records every table's health as an observation and requests compaction of exactly the
 partitions over Paimon's triggers.
 
-Patterns that match no primary-key table fail the refresh (a typo fails loudly) unless
+Patterns (and `tables.kinds`) that match no table fail the refresh (a typo fails loudly) unless
 `tables.allow_empty` is true: then a warning, and no definitions until a refresh finds one.
 Every YAML field carries a description and examples in the component's schema.
 """
@@ -50,12 +50,13 @@ from dagster_paimon.dagster.metadata import column_schema
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.sensors import build_warehouse_sensor
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.discovery import DiscoveredTable, Discovery, discover_tables
+from dagster_paimon.discovery import TABLE_KINDS, DiscoveredTable, Discovery, discover_tables
 from dagster_paimon.errors import TableNotFoundError
 from dagster_paimon.partition import parse_partition_spec
 
 DEFAULTS = MaintenanceCrons()
 ScheduleStatus = Literal["RUNNING", "STOPPED"]
+TableKind = Literal["primary-key", "append"]
 
 
 def described(description: str, *examples: Any) -> dg.Resolver:
@@ -136,7 +137,7 @@ class TablesArgs(dg.Resolvable, dg.Model):
         list[str],
         described(
             "Shell patterns over `db.table` naming the tables to adopt; empty adopts every "
-            "primary-key table of the warehouse.",
+            "table of the warehouse of the kinds asked for.",
             ["pos.*"],
             ["sales.orders", "crm.*"],
         ),
@@ -148,10 +149,19 @@ class TablesArgs(dg.Resolvable, dg.Model):
             ["*.tmp_*"],
         ),
     ] = Field(default_factory=list)
+    kinds: Annotated[
+        list[TableKind],
+        described(
+            "Which kinds of table to adopt: `primary-key` (LSM compaction) and `append` (tables "
+            "without a primary key: small-file compaction). Both by default.",
+            ["primary-key"],
+            ["primary-key", "append"],
+        ),
+    ] = Field(default_factory=lambda: list(TABLE_KINDS), min_length=1)
     allow_empty: Annotated[
         bool,
         described(
-            "What a warehouse with no primary-key table matching include/exclude means. "
+            "What a warehouse with no table matching include/exclude and kinds means. "
             "false (the default): an error naming the patterns, so a typo fails the load "
             "loudly. true: a warning, and the component defines nothing until a refresh "
             "finds a table (a local warehouse directory not created yet counts as empty; "
@@ -266,7 +276,7 @@ class ScaffoldParams(BaseModel):
 
 
 class PaimonWarehouseScaffolder(Scaffolder[ScaffoldParams]):
-    """A defs.yaml adopting every primary-key table, the warehouse from PAIMON_WAREHOUSE."""
+    """A defs.yaml adopting every table, the warehouse from PAIMON_WAREHOUSE."""
 
     @classmethod
     def get_scaffold_params(cls) -> type[ScaffoldParams]:
@@ -303,7 +313,7 @@ class PaimonWarehouseScaffolder(Scaffolder[ScaffoldParams]):
 
 @scaffold_with(PaimonWarehouseScaffolder)
 class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
-    """Adopts the primary-key tables of a Paimon warehouse: compaction, health, maintenance."""
+    """Adopts the tables of a Paimon warehouse: compaction, health, maintenance."""
 
     warehouse: Annotated[
         WarehouseArgs,
@@ -316,7 +326,7 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
     tables: Annotated[
         TablesArgs,
         described(
-            "Which primary-key tables to adopt, and whether finding none is an error.",
+            "Which tables to adopt (by name and kind), and whether finding none is an error.",
             {"include": ["pos.*"], "exclude": ["*.tmp_*"]},
             {"include": ["pos.*"], "allow_empty": True},
         ),
@@ -386,8 +396,8 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
     def write_state_to_path(self, state_path: Path) -> None:
         """List the warehouse and store the tables found, atomically.
 
-        Raises WarehouseUnreachableError, TableNotFoundError (no primary-key table matches
-        tables.include/exclude).
+        Raises WarehouseUnreachableError, TableNotFoundError (no table matches
+        tables.include/exclude/kinds).
         """
         resource = self.warehouse.resource()
         try:
@@ -397,10 +407,11 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
                 include=self.tables.include,
                 exclude=self.tables.exclude,
                 allow_empty=self.tables.allow_empty,
+                kinds=self.tables.kinds,
             )
         except TableNotFoundError as e:
             raise TableNotFoundError(
-                f"{e}. Check tables.include/exclude; to load with no table adopted until one "
+                f"{e}. Check tables.include/exclude/kinds; to load with no table adopted until one "
                 "exists, set tables.allow_empty: true"
             ) from e
         state_path.parent.mkdir(parents=True, exist_ok=True)
