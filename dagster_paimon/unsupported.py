@@ -268,9 +268,10 @@ MODES = (
     Unsupported(
         "append table",
         "0.4",
-        frozenset(OPERATIONS) - {ORPHAN_REMOVAL},
+        frozenset({COMPACTION, INGEST}),
         "an append table's files are compacted by AppendCompactCoordinator (unaware bucket) or "
-        "BucketedAppendCompactManager, not by the LSM merge; its files carry no key fields",
+        "BucketedAppendCompactManager, not by the LSM merge; its files carry no key fields "
+        "(expiry, partition expiry and manifest compaction are table-kind agnostic, as in Java)",
         "AppendCompactCoordinator, BucketedAppendCompactManager, AppendOnlyFileStoreWrite",
         _append_table,
     ),

@@ -1,0 +1,196 @@
+"""Maintenance of append tables (no primary key), bucketed and unaware-bucket, partitioned and
+not: every operation is table-kind agnostic in Java, so each must remove exactly the files no
+retained snapshot, tag or consumer uses, and leave rows pypaimon reads as the model says."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+
+import pyarrow.compute as pc
+import pytest
+
+from dagster_paimon import PaimonTable
+from dagster_paimon.maintenance.maintain import maintain
+from dagster_paimon.maintenance.options import RetentionOverrides
+from dagster_paimon.maintenance.rollback import rollback_to
+from tests.hooks import (
+    compact_manifests,
+    create_automatic_tags,
+    expire_changelogs,
+    expire_partitions,
+    expire_snapshots,
+    remove_orphans,
+)
+from tests.maintenance.appends import (
+    DAYS,
+    append_commits,
+    append_table,
+    events,
+    model,
+    overwrite,
+    rows,
+)
+from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, later_ms
+from tests.maintenance.oracle import (
+    age_tree,
+    all_refs,
+    changelog_ids,
+    exists,
+    set_consumer,
+    snapshot_ids,
+    tag_refs,
+)
+
+KINDS = [
+    pytest.param(layout, partitioned, id=f"{layout}-{'partitioned' if partitioned else 'flat'}")
+    for layout in ("bucketed", "unaware")
+    for partitioned in (True, False)
+]
+
+
+def _history(warehouse, layout, partitioned, **options):
+    """Three appends, an overwrite (of the first day, or everything) and one more append:
+    snapshots 1..5; returns the table and the model of each snapshot."""
+    table = append_table(warehouse, layout, partitioned=partitioned, **options)
+    append_commits(table, 3)
+    kept = [events(c) for c in range(3)]
+    models = {i + 1: model(*kept[: i + 1]) for i in range(3)}
+    replacement = events(7, days=DAYS[:1])
+    if partitioned:
+        overwrite(table, replacement, {"dt": DAYS[0]})
+        kept = [b.filter(pc.not_equal(b["dt"], DAYS[0])) for b in kept] + [replacement]
+    else:
+        overwrite(table, replacement)
+        kept = [replacement]
+    models[4] = model(*kept)
+    append_commits(table, 1, first=8)
+    models[5] = model(*kept, events(8))
+    return table, models
+
+
+@pytest.mark.parametrize(("layout", "partitioned"), KINDS)
+def test_snapshot_expiry_deletes_exactly_the_files_nothing_retained_uses(
+    warehouse, layout, partitioned
+):
+    table, models = _history(warehouse, layout, partitioned)
+    table.create_tag("before-overwrite", 2)
+    ever = all_refs(table)
+    held = tag_refs(table)["before-overwrite"].data
+    assert ever[3].data - ever[5].data  # the overwrite deleted files
+    result = expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    assert result.expired_ids == (1, 2, 3, 4)
+    assert snapshot_ids(table) == [5]
+    gone = set().union(*(ever[i].data for i in range(1, 5))) - ever[5].data - held
+    assert gone == ever[3].data - ever[5].data - held
+    assert not any(exists(p) for p in gone)
+    assert all(exists(p) for p in ever[5].data | held)
+    assert rows(table) == models[5]
+    assert rows(table.copy({"scan.tag-name": "before-overwrite"})) == models[2]
+    # the tag's deletion then frees its own files, and only those
+    deleted = PaimonTable.open(warehouse, "db.events").delete_tag("before-overwrite")
+    assert deleted.summary()
+    assert not any(exists(p) for p in held - ever[5].data)
+    assert all(exists(p) for p in ever[5].data)
+    assert rows(table) == models[5]
+
+
+def test_a_consumer_holds_back_append_table_expiry(warehouse):
+    table, models = _history(warehouse, "unaware", True)
+    set_consumer(table, "reader", 3)
+    result = expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    assert result.expired_ids == (1, 2)
+    assert rows(table, 3) == models[3]
+
+
+def test_decoupled_changelog_keeps_the_appended_files_until_changelog_expiry(warehouse):
+    """No changelog producer: an append table's APPEND files are its changelog (Java's
+    SnapshotDeletion skips them when the changelog outlives the snapshots)."""
+    table, _ = _history(warehouse, "bucketed", True, **{"changelog.num-retained.min": "10"})
+    ever = all_refs(table)
+    overwritten = ever[3].data - ever[5].data
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    assert changelog_ids(table) == [1, 2, 3, 4]
+    assert all(exists(p) for p in overwritten)
+    append_commits(table, 1, first=9)
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    keep_one = RetentionOverrides(retain_min=1, time_retained_ms=0, max_deletes=1000)
+    assert expire_changelogs(table, overrides=keep_one, now_ms=later_ms()).expired_ids == (
+        1,
+        2,
+        3,
+        4,
+    )
+    assert changelog_ids(table) == [5]
+    assert not any(exists(p) for p in overwritten)
+    assert all(exists(p) for refs in all_refs(table).values() for p in refs.data)
+    assert all(exists(p) for p in ever[5].data)
+
+
+@pytest.mark.parametrize("layout", ["bucketed", "unaware"])
+def test_partition_expiry_drops_old_days_of_an_append_table(warehouse, layout):
+    table = append_table(
+        warehouse,
+        layout,
+        **{"partition.expiration-time": "2 d", "partition.timestamp-formatter": "yyyy-MM-dd"},
+    )
+    append_commits(table, 2)
+    before = all_refs(table)[2].data
+    result = expire_partitions(table, now=datetime(2024, 1, 4, 12))
+    assert result.expired_partitions == tuple(f"dt={d}" for d in DAYS[:2])
+    assert rows(table) == [r for r in model(events(0), events(1)) if r[0] == DAYS[2]]
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    live = all_refs(table)[3].data
+    assert live and all(f"dt={DAYS[2]}" in p for p in live)
+    assert not any(exists(p) for p in before - live)
+
+
+@pytest.mark.parametrize(("layout", "partitioned"), KINDS[:2])
+def test_manifest_compaction_keeps_every_row(warehouse, layout, partitioned):
+    table, models = _history(warehouse, layout, partitioned)
+    result = compact_manifests(table, full=True)
+    assert not result.dry_run and result.to_dict()
+    assert snapshot_ids(table) == [1, 2, 3, 4, 5, 6]
+    assert rows(table) == models[5]
+    assert all_refs(table)[6].data == all_refs(table)[5].data
+
+
+@pytest.mark.parametrize("layout", ["bucketed", "unaware"])
+def test_rollback_of_an_append_table_removes_what_only_newer_snapshots_used(warehouse, layout):
+    table, models = _history(warehouse, layout, True)
+    ever = all_refs(table)
+    rollback_to(table, snapshot_id=3)
+    assert snapshot_ids(table) == [1, 2, 3]
+    assert rows(table) == models[3]
+    assert not any(exists(p) for p in (ever[4].data | ever[5].data) - ever[3].data)
+    assert all(exists(p) for p in ever[3].data)
+
+
+def test_orphans_doctor_tags_and_the_maintain_pass_on_an_append_table(warehouse):
+    table, models = _history(
+        warehouse,
+        "unaware",
+        True,
+        **{
+            "tag.automatic-creation": "batch",
+            "snapshot.num-retained.min": "1",
+            "snapshot.time-retained": "1 ms",
+        },
+    )
+    stray = os.path.join(table.table_path, f"dt={DAYS[0]}", "bucket-0", "data-stray.parquet")
+    with open(stray, "wb") as f:
+        f.write(b"not committed")
+    age_tree(table.table_path)
+    orphans = remove_orphans(table)
+    assert [p.rsplit("/", 1)[-1] for p in orphans.orphans] == ["data-stray.parquet"]
+    assert not exists(stray)
+    assert rows(table) == models[5]
+    paimon = PaimonTable.open(warehouse, "db.events")
+    assert paimon.doctor().to_dict()["healthy"]
+    created = create_automatic_tags(table, now=datetime.now() + timedelta(days=1))
+    assert created.to_dict()["created"]
+    result = maintain(table)
+    assert result.to_dict()
+    assert snapshot_ids(table) == [5]
+    assert rows(table) == models[5]
+    assert paimon.doctor().to_dict()["healthy"]
