@@ -140,8 +140,10 @@ def discover_tables(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     allow_empty: bool = False,
+    append_tables: bool = False,
 ) -> Discovery:
-    """Every primary-key table of the warehouse whose name the patterns select.
+    """Every primary-key table of the warehouse whose name the patterns select; with
+    `append_tables`, every append table (no primary key) too, instead of skipping it.
 
     None is a TableNotFoundError naming the patterns; with `allow_empty`, a warning and an
     empty result, a local warehouse directory that does not exist yet included (an
@@ -150,6 +152,7 @@ def discover_tables(
     Raises WarehouseUnreachableError (or an S3 subclass), TableNotFoundError (no primary-key table
     matches the patterns and `allow_empty` is not set).
     """
+    kind = "table" if append_tables else "primary-key table"
     patterns = f"include {list(include) or ['*']} exclude {list(exclude)}"
     local = local_path(warehouse)
     if allow_empty and local is not None and not Path(local).exists():
@@ -176,7 +179,7 @@ def discover_tables(
             identifier = f"{database}.{name}"
             if not matches(identifier, include, exclude):
                 continue
-            found = _describe(catalog, identifier)
+            found = _describe(catalog, identifier, append_tables=append_tables)
             if isinstance(found, str):
                 log.info("skipping %s: %s", identifier, found)
                 skipped.append((identifier, found))
@@ -184,21 +187,18 @@ def discover_tables(
                 tables.append(found)
     if not tables:
         message = (
-            f"no primary-key table of {warehouse!r} matches {patterns} "
-            f"(skipped: {dict(skipped) or 'none'})"
+            f"no {kind} of {warehouse!r} matches {patterns} (skipped: {dict(skipped) or 'none'})"
         )
         if not allow_empty:
             raise TableNotFoundError(message)
         log.warning("%s; adopting none", message)
         return Discovery(warehouse, (), tuple(skipped))
-    log.info(
-        "discovered %d primary-key tables in %s, skipped %d", len(tables), warehouse, len(skipped)
-    )
+    log.info("discovered %d %ss in %s, skipped %d", len(tables), kind, warehouse, len(skipped))
     return Discovery(warehouse, tuple(tables), tuple(skipped))
 
 
-def _describe(catalog: Any, identifier: str) -> DiscoveredTable | str:
-    """The table, or why it is not adopted."""
+def _describe(catalog: Any, identifier: str, *, append_tables: bool) -> DiscoveredTable | str:
+    """The table, or why it is not adopted (an append table, unless `append_tables`)."""
     try:
         table = catalog.get_table(identifier)
     except TableNotExistException:
@@ -206,7 +206,7 @@ def _describe(catalog: Any, identifier: str) -> DiscoveredTable | str:
     except (OSError, ValueError, KeyError, DagsterPaimonError) as e:
         return f"unreadable schema: {e}"
     schema = table.table_schema
-    if not schema.primary_keys:
+    if not schema.primary_keys and not append_tables:
         return "append-only table (no primary key): nothing to compact"
     return DiscoveredTable(
         identifier=identifier,

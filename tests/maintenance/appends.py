@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pypaimon import Schema
+from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
+from dagster_paimon.commit.changes import BucketChange
+from dagster_paimon.commit.producers import CompactProducer
+from dagster_paimon.io.index import BucketVectors, deletion_indexes
+from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import open_catalog
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
@@ -87,3 +95,50 @@ def model(*batches: pa.Table) -> list[tuple]:
     """The rows an append table holds after the batches: each row kept as written."""
     found = [tuple(r[k] for k in ORDER) for b in batches for r in b.to_pylist()]
     return sorted(found)
+
+
+def delete_positions(table, deletions: dict[str, list[int]]) -> None:
+    """Mark rows of live files deleted in their buckets' deletion vectors, in one commit (as
+    Java's DELETE on an append table with `deletion-vectors.enabled` does); `deletions` maps a
+    file name to row positions in it."""
+    live = {e.file.file_name: e for e in live_entries(table, latest(table))}
+    indexes = deletion_indexes(table, latest(table))
+    changes = {}
+    for name, positions in deletions.items():
+        entry = live[name]
+        key = (Partition.of_row(entry.partition), entry.bucket)
+        if key not in changes:
+            base = indexes.get(key)
+            changes[key] = (entry.total_buckets, base, BucketVectors.restore(table, *key, base))
+        changes[key][2].delete(name, np.array(positions, dtype=np.int64))
+    CompactProducer(
+        table,
+        [
+            BucketChange(
+                part,
+                bucket,
+                total,
+                index=vectors.write(table, part, bucket),
+                base_index=base.file_name if base else None,
+            )
+            for (part, bucket), (total, base, vectors) in changes.items()
+        ],
+    ).commit()
+
+
+def latest(table):
+    """The latest snapshot (None for an empty table)."""
+    return table.snapshot_manager().get_latest_snapshot()
+
+
+def file_rows(table, name: str) -> list[tuple]:
+    """The rows of one live data file, in file order, read with pyarrow alone."""
+    entry = next(e for e in live_entries(table, latest(table)) if e.file.file_name == name)
+    path = canonical_data_file_path(table, tuple(entry.partition.values), entry.bucket, name)
+    data = pq.ParquetFile(path).read()
+    partition = dict(zip(table.partition_keys, entry.partition.values, strict=True))
+    columns = {k: data[k].to_pylist() if k in data.column_names else None for k in ORDER}
+    return [
+        tuple(partition[k] if columns[k] is None else columns[k][i] for k in ORDER)
+        for i in range(data.num_rows)
+    ]

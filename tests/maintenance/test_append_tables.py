@@ -11,9 +11,12 @@ import pyarrow.compute as pc
 import pytest
 
 from dagster_paimon import PaimonTable
+from dagster_paimon.io.index import index_entries, index_path
 from dagster_paimon.maintenance.maintain import maintain
 from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.rollback import rollback_to
+from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.entries import live_entries
 from tests.hooks import (
     compact_manifests,
     create_automatic_tags,
@@ -26,7 +29,10 @@ from tests.maintenance.appends import (
     DAYS,
     append_commits,
     append_table,
+    delete_positions,
     events,
+    file_rows,
+    latest,
     model,
     overwrite,
     rows,
@@ -194,3 +200,36 @@ def test_orphans_doctor_tags_and_the_maintain_pass_on_an_append_table(warehouse)
     assert snapshot_ids(table) == [5]
     assert rows(table) == models[5]
     assert paimon.doctor().to_dict()["healthy"]
+
+
+def _index_paths(table, snapshot_id: int) -> set[str]:
+    """Paths of the index files a snapshot's index manifest names."""
+    snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
+    return {
+        index_path(table, Partition.of_row(e.partition), e.bucket, e.index_file)
+        for e in index_entries(table, snapshot)
+    }
+
+
+@pytest.mark.parametrize("layout", ["bucketed", "unaware"])
+def test_expiry_deletes_replaced_deletion_vectors_unless_a_tag_holds_them(warehouse, layout):
+    table = append_table(warehouse, layout, **{"deletion-vectors.enabled": "true"})
+    append_commits(table, 2)
+    entry = max(live_entries(table, latest(table)), key=lambda e: e.file.row_count)
+    name, written = entry.file.file_name, file_rows(table, entry.file.file_name)
+    everything = rows(table)
+    for position in range(3):  # snapshots 3, 4, 5: each replaces the bucket's index file
+        delete_positions(table, {name: list(range(position + 1))})
+    table.create_tag("first-delete", 3)
+    index = {i: _index_paths(table, i) for i in (3, 4, 5)}
+    assert len(index[3] | index[4] | index[5]) == 3
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    assert [exists(p) for i in (3, 4, 5) for p in index[i]] == [True, False, True]
+    assert rows(table) == sorted(set(everything) - set(written[:3]))
+    assert rows(table.copy({"scan.tag-name": "first-delete"})) == sorted(
+        set(everything) - set(written[:1])
+    )
+    PaimonTable.open(warehouse, "db.events").delete_tag("first-delete")
+    assert [exists(p) for i in (3, 5) for p in index[i]] == [False, True]
+    health = PaimonTable.open(warehouse, "db.events").health()
+    assert health.kind == "append" and health.totals.deleted_rows == 3
