@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pypaimon import Schema
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
@@ -142,3 +143,23 @@ def file_rows(table, name: str) -> list[tuple]:
         tuple(partition[k] if columns[k] is None else columns[k][i] for k in ORDER)
         for i in range(data.num_rows)
     ]
+
+
+def overwrite_history(warehouse, layout, partitioned, **options):
+    """Three appends, an overwrite (of the first day, or everything) and one more append:
+    snapshots 1..5; returns the table and the model of each snapshot."""
+    table = append_table(warehouse, layout, partitioned=partitioned, **options)
+    append_commits(table, 3)
+    kept = [events(c) for c in range(3)]
+    models = {i + 1: model(*kept[: i + 1]) for i in range(3)}
+    replacement = events(7, days=DAYS[:1])
+    if partitioned:
+        overwrite(table, replacement, {"dt": DAYS[0]})
+        kept = [b.filter(pc.not_equal(b["dt"], DAYS[0])) for b in kept] + [replacement]
+    else:
+        overwrite(table, replacement)
+        kept = [replacement]
+    models[4] = model(*kept)
+    append_commits(table, 1, first=8)
+    models[5] = model(*kept, events(8))
+    return table, models

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-import pyarrow.compute as pc
 import pytest
 
 from dagster_paimon import PaimonTable
@@ -34,7 +33,7 @@ from tests.maintenance.appends import (
     file_rows,
     latest,
     model,
-    overwrite,
+    overwrite_history,
     rows,
 )
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, later_ms
@@ -55,31 +54,11 @@ KINDS = [
 ]
 
 
-def _history(warehouse, layout, partitioned, **options):
-    """Three appends, an overwrite (of the first day, or everything) and one more append:
-    snapshots 1..5; returns the table and the model of each snapshot."""
-    table = append_table(warehouse, layout, partitioned=partitioned, **options)
-    append_commits(table, 3)
-    kept = [events(c) for c in range(3)]
-    models = {i + 1: model(*kept[: i + 1]) for i in range(3)}
-    replacement = events(7, days=DAYS[:1])
-    if partitioned:
-        overwrite(table, replacement, {"dt": DAYS[0]})
-        kept = [b.filter(pc.not_equal(b["dt"], DAYS[0])) for b in kept] + [replacement]
-    else:
-        overwrite(table, replacement)
-        kept = [replacement]
-    models[4] = model(*kept)
-    append_commits(table, 1, first=8)
-    models[5] = model(*kept, events(8))
-    return table, models
-
-
 @pytest.mark.parametrize(("layout", "partitioned"), KINDS)
 def test_snapshot_expiry_deletes_exactly_the_files_nothing_retained_uses(
     warehouse, layout, partitioned
 ):
-    table, models = _history(warehouse, layout, partitioned)
+    table, models = overwrite_history(warehouse, layout, partitioned)
     table.create_tag("before-overwrite", 2)
     ever = all_refs(table)
     held = tag_refs(table)["before-overwrite"].data
@@ -102,7 +81,7 @@ def test_snapshot_expiry_deletes_exactly_the_files_nothing_retained_uses(
 
 
 def test_a_consumer_holds_back_append_table_expiry(warehouse):
-    table, models = _history(warehouse, "unaware", True)
+    table, models = overwrite_history(warehouse, "unaware", True)
     set_consumer(table, "reader", 3)
     result = expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
     assert result.expired_ids == (1, 2)
@@ -112,7 +91,9 @@ def test_a_consumer_holds_back_append_table_expiry(warehouse):
 def test_decoupled_changelog_keeps_the_appended_files_until_changelog_expiry(warehouse):
     """No changelog producer: an append table's APPEND files are its changelog (Java's
     SnapshotDeletion skips them when the changelog outlives the snapshots)."""
-    table, _ = _history(warehouse, "bucketed", True, **{"changelog.num-retained.min": "10"})
+    table, _ = overwrite_history(
+        warehouse, "bucketed", True, **{"changelog.num-retained.min": "10"}
+    )
     ever = all_refs(table)
     overwritten = ever[3].data - ever[5].data
     expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
@@ -153,7 +134,7 @@ def test_partition_expiry_drops_old_days_of_an_append_table(warehouse, layout):
 
 @pytest.mark.parametrize(("layout", "partitioned"), KINDS[:2])
 def test_manifest_compaction_keeps_every_row(warehouse, layout, partitioned):
-    table, models = _history(warehouse, layout, partitioned)
+    table, models = overwrite_history(warehouse, layout, partitioned)
     result = compact_manifests(table, full=True)
     assert not result.dry_run and result.to_dict()
     assert snapshot_ids(table) == [1, 2, 3, 4, 5, 6]
@@ -163,7 +144,7 @@ def test_manifest_compaction_keeps_every_row(warehouse, layout, partitioned):
 
 @pytest.mark.parametrize("layout", ["bucketed", "unaware"])
 def test_rollback_of_an_append_table_removes_what_only_newer_snapshots_used(warehouse, layout):
-    table, models = _history(warehouse, layout, True)
+    table, models = overwrite_history(warehouse, layout, True)
     ever = all_refs(table)
     rollback_to(table, snapshot_id=3)
     assert snapshot_ids(table) == [1, 2, 3]
@@ -173,7 +154,7 @@ def test_rollback_of_an_append_table_removes_what_only_newer_snapshots_used(ware
 
 
 def test_orphans_doctor_tags_and_the_maintain_pass_on_an_append_table(warehouse):
-    table, models = _history(
+    table, models = overwrite_history(
         warehouse,
         "unaware",
         True,
