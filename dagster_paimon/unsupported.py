@@ -270,8 +270,7 @@ MODES = (
         "0.4",
         frozenset({COMPACTION, INGEST}),
         "an append table's files are compacted by AppendCompactCoordinator (unaware bucket) or "
-        "BucketedAppendCompactManager, not by the LSM merge; its files carry no key fields "
-        "(expiry, partition expiry and manifest compaction are table-kind agnostic, as in Java)",
+        "BucketedAppendCompactManager, not by the LSM merge; its files carry no key fields",
         "AppendCompactCoordinator, BucketedAppendCompactManager, AppendOnlyFileStoreWrite",
         _append_table,
     ),

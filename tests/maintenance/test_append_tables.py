@@ -212,5 +212,8 @@ def test_expiry_deletes_replaced_deletion_vectors_unless_a_tag_holds_them(wareho
     )
     PaimonTable.open(warehouse, "db.events").delete_tag("first-delete")
     assert [exists(p) for i in (3, 5) for p in index[i]] == [False, True]
+    age_tree(table.table_path)
+    assert remove_orphans(table).orphans == ()  # the live index file is no orphan
+    assert all(exists(p) for p in index[5])
     health = PaimonTable.open(warehouse, "db.events").health()
     assert health.kind == "append" and health.totals.deleted_rows == 3
