@@ -2,7 +2,8 @@
 
 One pass over the catalog: every database, every table directory, each table's latest schema.
 Tables are named `db.table` and filtered by shell-style include/exclude patterns. Append-only
-tables and directories that are not Paimon tables are skipped with the reason logged; a
+tables (unless asked for: the CLI's `tables` lists them) and directories that are not Paimon
+tables are skipped with the reason logged; a
 pattern set matching no primary-key table is an error rather than an empty result, unless the
 caller allows an empty one (`allow_empty`), which is then logged as a warning.
 """

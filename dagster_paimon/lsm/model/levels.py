@@ -114,7 +114,8 @@ class BucketLevels:
 
 @dataclass(frozen=True)
 class TableLevels:
-    """Every LSM tree of a table at one snapshot, read from one pass over its manifests."""
+    """Every bucket of a table at one snapshot, read from one pass over its manifests: LSM
+    trees, or an append table's buckets (all their files at level 0)."""
 
     table: str
     snapshot_id: int | None
