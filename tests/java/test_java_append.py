@@ -12,6 +12,7 @@ import pytest
 
 from dagster_paimon.maintenance.rollback import rollback_to
 from dagster_paimon.maintenance.tags import delete_tag
+from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import open_table
 from tests.hooks import expire_partitions, expire_snapshots
 from tests.java.paimon_java import auto_tags
@@ -19,7 +20,10 @@ from tests.maintenance.appends import (
     DAYS,
     append_commits,
     append_table,
+    delete_positions,
     events,
+    file_rows,
+    latest,
     model,
     overwrite_history,
 )
@@ -116,3 +120,18 @@ def test_tag_deletion_and_rollback_leave_the_files_java_leaves(request, warehous
     assert snapshot_ids(table) == snapshot_ids(open_table(theirs, "db.events")) == [4]
     assert table_files(warehouse) == table_files(theirs)
     assert java_rows(java, warehouse) == java_rows(java, theirs) == models[4]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_java_reads_deletion_vectors_we_kept_through_expiry(request, warehouse, version):
+    java = request.getfixturevalue(version)
+    table = append_table(warehouse, "bucketed", **{"deletion-vectors.enabled": "true"})
+    append_commits(table, 2)
+    entry = max(live_entries(table, latest(table)), key=lambda e: e.file.row_count)
+    written = file_rows(table, entry.file.file_name)
+    everything = set(model(events(0), events(1)))
+    for position in range(2):  # the second index file replaces the first
+        delete_positions(table, {entry.file.file_name: list(range(position + 1))})
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    assert snapshot_ids(table) == [4]
+    assert java_rows(java, warehouse) == sorted(everything - set(written[:2]))

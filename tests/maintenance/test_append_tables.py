@@ -217,3 +217,21 @@ def test_expiry_deletes_replaced_deletion_vectors_unless_a_tag_holds_them(wareho
     assert all(exists(p) for p in index[5])
     health = PaimonTable.open(warehouse, "db.events").health()
     assert health.kind == "append" and health.totals.deleted_rows == 3
+
+
+def test_partition_expiry_drops_the_deletion_vectors_of_the_dropped_days(warehouse):
+    options = {"partition.expiration-time": "2 d", "partition.timestamp-formatter": "yyyy-MM-dd"}
+    table = append_table(warehouse, "unaware", **{"deletion-vectors.enabled": "true"}, **options)
+    append_commits(table, 2)
+    first = {e.partition.values[0]: e.file.file_name for e in live_entries(table, latest(table))}
+    delete_positions(table, {name: [0] for name in first.values()})
+    deleted = {file_rows(table, name)[0] for name in first.values()}
+    indexes = _index_paths(table, 3)
+    expire_partitions(table, now=datetime(2024, 1, 4, 12))
+    kept = _index_paths(table, 4)
+    assert len(indexes) == 3 and len(kept) == 1 and kept <= indexes
+    assert rows(table) == sorted(
+        r for r in set(model(events(0), events(1))) - deleted if r[0] == DAYS[2]
+    )
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    assert [exists(p) for p in sorted(indexes)] == [p in kept for p in sorted(indexes)]
