@@ -19,9 +19,11 @@ from dagster_paimon.snapshot.entries import live_entries
 from tests.hooks import (
     compact_manifests,
     create_automatic_tags,
+    create_tag,
     expire_changelogs,
     expire_partitions,
     expire_snapshots,
+    expire_tags,
     remove_orphans,
 )
 from tests.maintenance.appends import (
@@ -67,7 +69,7 @@ def test_snapshot_expiry_deletes_exactly_the_files_nothing_retained_uses(
     assert result.expired_ids == (1, 2, 3, 4)
     assert snapshot_ids(table) == [5]
     gone = set().union(*(ever[i].data for i in range(1, 5))) - ever[5].data - held
-    assert gone == ever[3].data - ever[5].data - held
+    assert gone and gone == ever[3].data - ever[5].data - held
     assert not any(exists(p) for p in gone)
     assert all(exists(p) for p in ever[5].data | held)
     assert rows(table) == models[5]
@@ -75,7 +77,7 @@ def test_snapshot_expiry_deletes_exactly_the_files_nothing_retained_uses(
     # the tag's deletion then frees its own files, and only those
     deleted = PaimonTable.open(warehouse, "db.events").delete_tag("before-overwrite")
     assert deleted.summary()
-    assert not any(exists(p) for p in held - ever[5].data)
+    assert held - ever[5].data and not any(exists(p) for p in held - ever[5].data)
     assert all(exists(p) for p in ever[5].data)
     assert rows(table) == models[5]
 
@@ -235,3 +237,20 @@ def test_partition_expiry_drops_the_deletion_vectors_of_the_dropped_days(warehou
     )
     expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
     assert [exists(p) for p in sorted(indexes)] == [p in kept for p in sorted(indexes)]
+
+
+def test_tag_time_expiry_frees_what_only_the_tag_held(warehouse):
+    table, models = overwrite_history(warehouse, "bucketed", False)
+    long_ago = datetime(2020, 1, 1, 12, 0)
+    create_tag(table, "old", snapshot_id=2, time_retained=timedelta(days=1), now=long_ago)
+    create_tag(table, "kept", snapshot_id=4)  # after the overwrite of everything
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    held = tag_refs(table)
+    only_old = held["old"].data - held["kept"].data - all_refs(table)[5].data
+    assert only_old
+    assert expire_tags(table).deleted == ("old",)
+    assert sorted(tag_refs(table)) == ["kept"]
+    assert not any(exists(p) for p in only_old)
+    assert all(exists(p) for p in held["kept"].data)
+    assert rows(table.copy({"scan.tag-name": "kept"})) == models[4]
+    assert rows(table) == models[5]
