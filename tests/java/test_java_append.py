@@ -10,11 +10,12 @@ from datetime import datetime
 
 import pytest
 
+from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.rollback import rollback_to
 from dagster_paimon.maintenance.tags import delete_tag
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import open_table
-from tests.hooks import expire_partitions, expire_snapshots
+from tests.hooks import expire_changelogs, expire_partitions, expire_snapshots
 from tests.java.paimon_java import auto_tags
 from tests.maintenance.appends import (
     DAYS,
@@ -35,7 +36,6 @@ pytestmark = pytest.mark.slow
 VERSIONS = ["paimon_java", "paimon_java_1_0"]
 TABLE_DIR = os.path.join("db.db", "events")
 HINTS = {"LATEST", "EARLIEST"}
-INT_MAX = 2**31 - 1
 
 
 def table_files(warehouse: str) -> set[str]:
@@ -76,10 +76,35 @@ def test_snapshot_expiry_deletes_the_files_java_deletes(
     table.create_tag("t2", 2)
     theirs = copies(warehouse)
     assert expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms()).expired_ids
-    assert java.expire_snapshots(theirs, "db", "events", 1, INT_MAX) == 4
+    assert java.expire(theirs, "db", "events") == 4
     assert snapshot_ids(table) == snapshot_ids(open_table(theirs, "db.events")) == [5]
     assert table_files(warehouse) == table_files(theirs)
     assert java_rows(java, warehouse) == java_rows(java, theirs) == models[5]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_decoupled_changelog_expiry_deletes_the_files_java_deletes(request, warehouse, version):
+    """The appended files outlive their snapshots as the changelog, then go with it."""
+    java = request.getfixturevalue(version)
+    table, models = overwrite_history(
+        warehouse, "bucketed", True, **{"changelog.num-retained.min": "10"}
+    )
+    append_commits(table, 1, first=9)
+    theirs = copies(warehouse)
+    expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    java.expire(theirs, "db", "events", retain_min=1, changelog_retain_min=10)
+    assert table_files(warehouse) == table_files(theirs)
+    keep_one = RetentionOverrides(retain_min=1, time_retained_ms=0, max_deletes=1000)
+    assert expire_changelogs(table, overrides=keep_one, now_ms=later_ms()).expired_ids == (
+        1,
+        2,
+        3,
+        4,
+    )
+    assert java.expire(theirs, "db", "events", "changelogs") == 4
+    assert table_files(warehouse) == table_files(theirs)
+    expected = sorted([*models[5], *model(events(9))])
+    assert java_rows(java, warehouse) == java_rows(java, theirs) == expected
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -98,7 +123,7 @@ def test_partition_expiry_then_snapshot_expiry_as_java(request, warehouse, versi
     expected = [r for r in model(events(0), events(1)) if r[0] == DAYS[2]]
     assert java_rows(java, warehouse) == java_rows(java, theirs) == expected
     expire_snapshots(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
-    java.expire_snapshots(theirs, "db", "events", 1, INT_MAX)
+    java.expire(theirs, "db", "events")
     # each side committed its own OVERWRITE: their metadata differs by name, their data not
     assert data_files(warehouse) == data_files(theirs)
     assert not any(f"dt={d}" in f for f in table_files(warehouse) for d in DAYS[:2])
