@@ -68,6 +68,9 @@ _EXPORTS = {
     "TableHealth": "dagster_paimon.lsm.model.health",
     "HealthTotals": "dagster_paimon.lsm.model.health",
     "BucketHealth": "dagster_paimon.lsm.model.health",
+    "AppendTableHealth": "dagster_paimon.lsm.model.append_health",
+    "AppendHealthTotals": "dagster_paimon.lsm.model.append_health",
+    "AppendBucketHealth": "dagster_paimon.lsm.model.append_health",
     "TableLevels": "dagster_paimon.lsm.model.levels",
     # the operations as functions
     "compact_table": "dagster_paimon.lsm.compaction",

@@ -364,18 +364,21 @@ DRY_RUN = click.option("--dry-run", is_flag=True, help="plan and print, change n
 
 @command(
     "health",
-    "sorted runs and size amplification per bucket",
+    "sorted runs and size amplification (append tables: small files) per bucket",
     "dagster-paimon health --warehouse /data/wh --table db.orders --partition dt=2024-01-01",
 )
 @PARTITION
 def health(shared: Shared, partition: dict[str, str] | None) -> tuple[dict, str]:
-    """LSM health of every bucket (files, level-0 files, sorted runs, size amplification),
-    optionally of one partition; reads only."""
+    """Health of every bucket, optionally of one partition; reads only. A primary-key table
+    ("kind": "primary-key") reports its LSM trees: files, level-0 files, sorted runs, size
+    amplification. An append table ("kind": "append") reports files, small files (below
+    target-file-size x compaction.small-file-ratio), bytes, rows and rows deletion vectors
+    delete."""
     from dagster_paimon.lsm.model.levels import read_levels
     from dagster_paimon.unsupported import unsupported_modes
 
     table = table_of(shared)
-    report = read_levels(table, partition=partition).health()
+    report = read_levels(table, partition=partition).health_report()
     unsupported = [found for _, found in unsupported_modes(table.table_schema)]
     summary = report.summary()
     if unsupported:
@@ -959,7 +962,7 @@ def rollback(
 
 @command(
     "tables",
-    "list primary-key tables with a health summary",
+    "list tables (primary-key and append) with a health summary",
     "dagster-paimon tables --warehouse s3://bucket/wh --match 'shop.*' --exclude '*.tmp_*'",
     needs_table=False,
 )
@@ -977,12 +980,14 @@ def rollback(
 def tables(
     shared: Shared, database: str | None, include: tuple[str, ...], exclude: tuple[str, ...]
 ) -> tuple[list, str]:
-    """List the primary-key tables of the warehouse, one line each: snapshot, buckets, files,
-    bytes, level-0 files, the largest number of sorted runs and size amplification of any
-    bucket. Append-only tables (no primary key) and directories that are not Paimon tables are
-    listed as skipped, with why. A table whose health cannot be read is listed with its error
-    and the command exits 1. --match or --database matching no primary-key table is an input
-    error (exit 2); a warehouse without any lists nothing."""
+    """List the tables of the warehouse, one line each: snapshot, buckets, files, bytes, and for
+    primary-key tables level-0 files, the largest number of sorted runs and size amplification
+    of any bucket; for append tables (no primary key, listed after them) small files and rows
+    deleted by deletion vectors. Each JSON row's "kind" is "primary-key" or "append".
+    Directories that are not Paimon tables are listed as skipped, with why. A table whose
+    health cannot be read is listed with its error and the command exits 1. --match or
+    --database matching no table is an input error (exit 2); a warehouse without any lists
+    nothing."""
     from dagster_paimon.discovery import discover_tables
 
     assert shared.warehouse is not None
@@ -993,13 +998,13 @@ def tables(
     except TableNotFoundError:
         if patterns:
             raise
-        return [], "no primary-key tables"
+        return [], "no tables"
     entries = sorted(
         [(t.identifier, None) for t in found.tables if database in (None, t.database)]
         + [(name, why) for name, why in found.skipped if database in (None, name.split(".")[0])]
     )
     if not any(why is None for _, why in entries):
-        raise TableNotFoundError(f"no primary-key table of database {database!r} matches")
+        raise TableNotFoundError(f"no table of database {database!r} matches")
     read = [_table_row(shared, name, why, options) for name, why in entries]
     rows = [row for row, _ in read]
     text = _tables_text(rows)
@@ -1023,9 +1028,16 @@ class TablesUnreadableError(DagsterPaimonError):
 def _table_row(
     shared: Shared, name: str, skipped: str | None, options: dict[str, str]
 ) -> tuple[dict[str, Any], Exception | None]:
-    """One table's health totals (health's JSON without the buckets), or why it is skipped,
-    or the error reading it (a transient one fails the command: rerunning it is safe)."""
-    row: dict[str, Any] = {"table": name, "snapshot_id": None, "totals": None, "unsupported": []}
+    """One table's kind and health totals (health's JSON without the buckets), or why it is
+    skipped, or the error reading it (a transient one fails the command: rerunning it is
+    safe)."""
+    row: dict[str, Any] = {
+        "table": name,
+        "kind": None,
+        "snapshot_id": None,
+        "totals": None,
+        "unsupported": [],
+    }
     row.update(skipped=skipped, error=None)
     if skipped is not None:
         return row, None
@@ -1036,13 +1048,14 @@ def _table_row(
     assert shared.warehouse is not None
     try:
         table = open_table(shared.warehouse, name, options)
-        report = read_levels(table).health()
+        report = read_levels(table).health_report()
     except Exception as e:
         if transient_cause(e) is not None:
             raise
         row["error"] = f"{type(e).__name__}: {e}"
         return row, e
     row.update(
+        kind=report.kind,
         snapshot_id=report.snapshot_id,
         totals=report.aggregate(),
         unsupported=[found for _, found in unsupported_modes(table.table_schema)],
@@ -1051,34 +1064,47 @@ def _table_row(
 
 
 def _tables_text(rows: list[dict[str, Any]]) -> str:
-    """One aligned line per table."""
-    headers = ["table", "snapshot", "buckets", "files", "bytes", "L0", "max-runs", "max-amp %"]
-    lines, notes = [], []
+    """One aligned line per table: primary-key tables, then append tables (their own
+    columns), then the skipped and unreadable ones."""
+    from dagster_paimon.lsm.model.append_health import APPEND
+    from dagster_paimon.lsm.model.health import PRIMARY_KEY
+
+    lsm = ["table", "snapshot", "buckets", "files", "bytes", "L0", "max-runs", "max-amp %"]
+    append = ["table", "snapshot", "buckets", "files", "bytes", "small", "deleted-rows"]
+    lines: dict[str, list[list[str]]] = {PRIMARY_KEY: [], APPEND: []}
+    notes = []
     for r in rows:
         s = r["totals"]
         if s is None:
             notes.append(f"{r['table']}: " + (f"skipped, {r['skipped']}" if r["skipped"] else
                                               f"error, {r['error']}"))  # fmt: skip
             continue
-        lines.append(
-            [
-                r["table"],
-                str(r["snapshot_id"]),
-                str(s["buckets"]),
-                str(s["files"]),
-                str(s["total_bytes"]),
+        head = [r["table"], str(r["snapshot_id"]), str(s["buckets"]), str(s["files"])]
+        head.append(str(s["total_bytes"]))
+        if r["kind"] == APPEND:
+            tail = [str(s["small_files"]), str(s["deleted_rows"])]
+        else:
+            tail = [
                 str(s["level0_files"]),
                 str(s["max_sorted_runs"]),
                 f"{s['max_size_amplification_percent']:.1f}",
             ]
+        lines[r["kind"]].append(
+            head
+            + tail
             + (["unsupported: " + "; ".join(r["unsupported"])] if r["unsupported"] else [])
         )
+    blocks = [_aligned(h, lines[k]) for h, k in ((lsm, PRIMARY_KEY), (append, APPEND)) if lines[k]]
+    return "\n".join([line for block in blocks for line in block] + notes)
+
+
+def _aligned(headers: list[str], lines: list[list[str]]) -> list[str]:
+    """Headers and lines in columns as wide as their widest cell (a trailing note unpadded)."""
     widths = [max(len(r[i]) for r in [headers, *lines]) for i in range(len(headers))]
-    table = [
+    return [
         "  ".join(c.ljust(w) for c, w in zip(row, [*widths, 0], strict=False)).rstrip()
         for row in [headers, *lines]
     ]
-    return "\n".join(table + notes)
 
 
 for _command in (

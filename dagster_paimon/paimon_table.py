@@ -28,7 +28,7 @@ from dagster_paimon.lsm.compaction import (
     compact_open_table,
     rescale_open_table,
 )
-from dagster_paimon.lsm.model.health import TableHealth
+from dagster_paimon.lsm.model.append_health import Health
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.maintenance.consumers import (
     ConsumerList,
@@ -185,13 +185,15 @@ class PaimonTable:
         table = self.paimon
         return read_levels(table, snapshot_id, _partition(table, partition))
 
-    def health(self, *, partition: Mapping[str, str] | None = None) -> TableHealth:
-        """Sorted runs and size amplification per bucket: what decides a compaction.
+    def health(self, *, partition: Mapping[str, str] | None = None) -> Health:
+        """What decides a compaction, per bucket: sorted runs and size amplification of a
+        primary-key table (TableHealth), files and small files of an append table
+        (AppendTableHealth); `kind` says which.
 
         The same report as `dagster-paimon health`. Raises InvalidArgumentError (a partition
-        spec naming columns that are not partition keys).
+        spec naming columns that are not partition keys), InvalidOptionError.
         """
-        return self.levels(partition=partition).health()
+        return self.levels(partition=partition).health_report()
 
     def compact(
         self,

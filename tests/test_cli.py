@@ -53,6 +53,7 @@ def test_health_json_has_the_contract_keys(capsys, warehouse, orders_table):
     assert code == 0, err
     payload = json.loads(out)
     assert payload["table"] == "db.orders"
+    assert payload["kind"] == "primary-key"
     assert payload["snapshot_id"] == 4
     assert len(payload["buckets"]) == 4
     for bucket in payload["buckets"]:
@@ -73,6 +74,41 @@ def test_health_human_output_is_a_table_per_bucket(capsys, warehouse, orders_tab
     assert lines[1].split()[:3] == ["partition", "bucket", "files"]
     assert sum(1 for line in lines if line.startswith("dt=2024-01-0")) == 4
     assert lines[-1].startswith("4 buckets, 16 files")
+
+
+def test_health_of_an_append_table_reports_files_and_small_files(capsys, warehouse):
+    catalog = open_catalog(warehouse, create=True)
+    catalog.create_database("crm", True)
+    schema = Schema.from_pyarrow_schema(USERS, options={"bucket": "-1"})
+    catalog.create_table("crm.log", schema, False)
+    for commit in range(3):
+        write_with_pypaimon(
+            catalog.get_table("crm.log"), pa.table({"id": [commit], "name": ["x"]}, USERS)
+        )
+    base = ["health", "--warehouse", warehouse, "--table", "crm.log"]
+    code, out, err = run_cli(capsys, *base, "--json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert (payload["kind"], payload["snapshot_id"]) == ("append", 3)
+    assert payload["small_file_bytes"] == int(256 * 1024 * 1024 * 0.7)
+    assert [(b["bucket"], b["files"], b["small_files"], b["rows"]) for b in payload["buckets"]] == [
+        (0, 3, 3, 3)
+    ]
+    assert payload["totals"] == {
+        "buckets": 1,
+        "files": 3,
+        "small_files": 3,
+        "max_small_files": 3,
+        "total_bytes": payload["buckets"][0]["total_bytes"],
+        "rows": 3,
+        "deleted_rows": 0,
+    }
+    code, out, _ = run_cli(capsys, *base)
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0] == "append table crm.log at snapshot 3"
+    assert lines[1].split() == ["partition", "bucket", "files", "small", "bytes", "rows", "deleted"]
+    assert lines[3].startswith("1 buckets, 3 files (3 below 187904819 bytes)")
 
 
 def test_partition_filter_selects_and_may_match_nothing(capsys, warehouse, orders_table):
@@ -428,25 +464,36 @@ USERS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", 
 
 @pytest.fixture
 def three_tables(warehouse, orders_table):
-    """db.orders (4 commits), crm.users (one commit, dynamic bucket) and crm.log (append)."""
+    """db.orders (4 commits), crm.users (one commit, dynamic bucket), crm.log (append, one
+    commit) and a stray directory."""
     users = create_table(warehouse, TableSpec("crm", "users", USERS, ("id",), -1))
     write_with_pypaimon(users, pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}, USERS))
-    open_catalog(warehouse).create_table("crm.log", Schema.from_pyarrow_schema(USERS), False)
+    catalog = open_catalog(warehouse)
+    catalog.create_table("crm.log", Schema.from_pyarrow_schema(USERS), False)
+    log = catalog.get_table("crm.log")
+    write_with_pypaimon(log, pa.table({"id": [1, 1], "name": ["a", "b"]}, USERS))
+    (Path(warehouse) / "crm.db" / "stray").mkdir()
     return warehouse
 
 
-def test_tables_lists_primary_key_tables_with_their_health(capsys, three_tables):
+def test_tables_lists_primary_key_and_append_tables_with_their_health(capsys, three_tables):
     before = sorted(p.name for p in Path(three_tables).rglob("*"))
     code, out, err = run_cli(capsys, "tables", "--warehouse", three_tables, "--json")
     assert code == 0, err
     rows = json.loads(out)
-    assert [(r["table"], r["skipped"]) for r in rows] == [
-        ("crm.log", "append-only table (no primary key): nothing to compact"),
-        ("crm.users", None),
-        ("db.orders", None),
+    assert [(r["table"], r["kind"], r["skipped"]) for r in rows] == [
+        ("crm.log", "append", None),
+        ("crm.stray", None, "not a Paimon table (no schema)"),
+        ("crm.users", "primary-key", None),
+        ("db.orders", "primary-key", None),
     ]
-    log_row, users, orders = rows
-    assert log_row["totals"] is None and log_row["snapshot_id"] is None
+    log_row, _, users, orders = rows
+    assert (log_row["snapshot_id"], log_row["totals"]["files"], log_row["totals"]["rows"]) == (
+        1,
+        1,
+        2,
+    )
+    assert log_row["totals"]["small_files"] == 1 and log_row["totals"]["deleted_rows"] == 0
     assert (orders["snapshot_id"], orders["error"], orders["unsupported"]) == (4, None, [])
     assert set(orders["totals"]) >= TOTALS_KEYS
     assert (orders["totals"]["files"], orders["totals"]["max_sorted_runs"]) == (16, 4)
@@ -460,9 +507,15 @@ def test_tables_lists_primary_key_tables_with_their_health(capsys, three_tables)
     assert lines[0].split() == [
         "table", "snapshot", "buckets", "files", "bytes", "L0", "max-runs", "max-amp", "%"
     ]  # fmt: skip
-    assert [line.split()[0] for line in lines[1:]] == ["crm.users", "db.orders", "crm.log:"]
+    assert [line.split()[0] for line in lines[1:]] == [
+        "crm.users", "db.orders", "table", "crm.log", "crm.stray:"
+    ]  # fmt: skip
     assert lines[2].split()[1:4] == ["4", "4", "16"]
-    assert lines[3] == "crm.log: skipped, append-only table (no primary key): nothing to compact"
+    assert lines[3].split() == [
+        "table", "snapshot", "buckets", "files", "bytes", "small", "deleted-rows"
+    ]  # fmt: skip
+    assert lines[4].split()[1:4] == ["1", "1", "1"]
+    assert lines[5] == "crm.stray: skipped, not a Paimon table (no schema)"
 
 
 def test_tables_filters_by_database_and_pattern(capsys, three_tables):
@@ -472,6 +525,10 @@ def test_tables_filters_by_database_and_pattern(capsys, three_tables):
     code, out, _ = run_cli(capsys, *base, "--match", "*.us*", "--match", "db.*")
     assert code == 0 and [r["table"] for r in json.loads(out)] == ["crm.users", "db.orders"]
     code, out, _ = run_cli(capsys, *base, "--database", "crm", "--exclude", "crm.users")
+    assert code == 0 and [r["table"] for r in json.loads(out)] == ["crm.log", "crm.stray"]
+    code, out, _ = run_cli(capsys, *base, "--match", "crm.log")
+    assert code == 0 and [r["kind"] for r in json.loads(out)] == ["append"]
+    code, out, _ = run_cli(capsys, *base, "--match", "crm.s*")
     assert code == 2 and out == ""
     code, out, err = run_cli(capsys, *base, "--match", "sales.*")
     assert code == 2 and out == ""

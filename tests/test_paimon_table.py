@@ -48,12 +48,18 @@ from dagster_paimon import (
 )
 from dagster_paimon import errors as errors
 from dagster_paimon.lsm.compaction import LocalExecutor
+from dagster_paimon.lsm.model.append_health import (
+    AppendBucketHealth,
+    AppendHealthTotals,
+    AppendTableHealth,
+)
 from dagster_paimon.lsm.model.health import BucketHealth, HealthTotals
 from dagster_paimon.results import DETAIL, METRIC, Reported
 from dagster_paimon.table import open_catalog
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import DAYS, KEY, SCHEMA, cdc_batch
+from tests.maintenance.appends import append_commits, append_table
 from tests.maintenance.oracle import (
     age_tree,
     all_files,
@@ -385,6 +391,9 @@ RESULTS = {
     TableHealth,
     HealthTotals,
     BucketHealth,
+    AppendTableHealth,
+    AppendHealthTotals,
+    AppendBucketHealth,
     ConsumerList,
     ConsumerRemovalResult,
     ConsumerResetResult,
@@ -449,6 +458,9 @@ def test_every_result_reports_its_field_map_as_json(warehouse):
     ]
     set_consumer(table.paimon, "stream", 1)
     results.append(table.reset_consumer("stream", table.health().snapshot_id or 1))
+    append_commits(append_table(warehouse, "unaware"), 1)
+    appended = PaimonTable.open(warehouse, "db.events").health()
+    results += [appended, appended.totals, appended.buckets[0]]
     assert {type(r) for r in results} == RESULTS
     for result in results:
         as_dict = result.to_dict()

@@ -154,6 +154,21 @@ class PaimonJava:
         """Paimon's FileStoreTable.rollbackTo(snapshot id) or rollbackTo(tag name)."""
         self._run("rollback", "PaimonRollback", warehouse, database, table, kind, target)
 
+    def expire(
+        self,
+        warehouse: str,
+        database: str,
+        table: str,
+        target: str = "snapshots",
+        *,
+        retain_min: int = 1,
+        changelog_retain_min: int = 1,
+    ) -> int:
+        """Paimon's expiry of `target` ("snapshots" or "changelogs") with no time retention
+        (see PaimonExpire.java); how many it expired."""
+        args = (warehouse, database, table, target, str(retain_min), str(changelog_retain_min))
+        return int(self._run(f"{target} expiry", "PaimonExpire", *args).strip().splitlines()[-1])
+
     def consumers(self, warehouse: str, database: str, table: str, *action: str) -> dict:
         """Paimon's ConsumerManager: `expire CUTOFF_MS`, `reset ID NEXT` or nothing; then every
         consumer as {id: next snapshot}."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from dagster_paimon.lsm.model.runs import LevelSortedRun, run_size
 from dagster_paimon.options import POSTPONE_BUCKET
@@ -12,6 +12,8 @@ from dagster_paimon.results import DETAIL, METRIC, Reported
 
 if TYPE_CHECKING:
     from dagster_paimon.lsm.model.levels import Levels
+
+PRIMARY_KEY: str = "primary-key"
 
 
 def size_amplification_percent(runs: list[LevelSortedRun]) -> float:
@@ -153,13 +155,21 @@ class HealthTotals(Reported):
 
 @dataclass(frozen=True)
 class TableHealth(Reported):
-    """Health of every bucket of a table and the totals the sensors act on."""
+    """Health of every LSM tree of a primary-key table and the totals the sensors act on;
+    `kind` is "primary-key" (an append table's is AppendTableHealth)."""
 
     table: str
     snapshot_id: int | None
     buckets: list[BucketHealth]
 
-    FIELDS = {"table": DETAIL, "snapshot_id": METRIC, "buckets": DETAIL, "totals": METRIC}
+    kind: ClassVar[str] = PRIMARY_KEY
+    FIELDS = {
+        "table": DETAIL,
+        "kind": DETAIL,
+        "snapshot_id": METRIC,
+        "buckets": DETAIL,
+        "totals": METRIC,
+    }
 
     @property
     def totals(self) -> HealthTotals:

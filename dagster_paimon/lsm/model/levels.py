@@ -13,6 +13,12 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InternalError, InvalidArgumentError
 from dagster_paimon.io.index import deleted_rows, deletion_indexes
+from dagster_paimon.lsm.model.append_health import (
+    AppendBucketHealth,
+    AppendTableHealth,
+    Health,
+    small_file_bytes,
+)
 from dagster_paimon.lsm.model.health import BucketHealth, TableHealth
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import LevelSortedRun, SortedRun
@@ -95,10 +101,21 @@ class BucketLevels:
         """This tree's metrics."""
         return BucketHealth.of(self.partition.spec, self.bucket, self.levels, self.deleted_rows())
 
+    def append_health(self, small_bytes: int) -> AppendBucketHealth:
+        """This bucket's metrics as an append table's (files below `small_bytes` are small)."""
+        return AppendBucketHealth.of(
+            self.partition.spec,
+            self.bucket,
+            self.levels.all_files(),
+            small_bytes,
+            self.deleted_rows(),
+        )
+
 
 @dataclass(frozen=True)
 class TableLevels:
-    """Every LSM tree of a table at one snapshot, read from one pass over its manifests."""
+    """Every bucket of a table at one snapshot, read from one pass over its manifests: LSM
+    trees, or an append table's buckets (all their files at level 0)."""
 
     table: str
     snapshot_id: int | None
@@ -111,9 +128,29 @@ class TableLevels:
         """The table's current schema."""
         return self.schemas[max(self.schemas)] if self.schemas else None
 
+    @property
+    def is_append(self) -> bool:
+        """Whether the table has no primary key: files concatenated, not an LSM tree."""
+        return self.schema is not None and not self.schema.primary_keys
+
     def health(self) -> TableHealth:
-        """Per-bucket metrics and their table-level summary."""
+        """Per-tree LSM metrics and their table-level summary (primary-key tables)."""
         return TableHealth(self.table, self.snapshot_id, [b.health() for b in self.buckets])
+
+    def append_health(self) -> AppendTableHealth:
+        """Per-bucket file metrics and their summary (append tables).
+
+        Raises InvalidOptionError (a malformed target-file-size or compaction.small-file-ratio).
+        """
+        options = self.schema.options if self.schema is not None else {}
+        small = small_file_bytes(options)
+        return AppendTableHealth(
+            self.table, self.snapshot_id, small, [b.append_health(small) for b in self.buckets]
+        )
+
+    def health_report(self) -> Health:
+        """The health that fits the table's kind: LSM health, or an append table's."""
+        return self.append_health() if self.is_append else self.health()
 
 
 def read_levels(
