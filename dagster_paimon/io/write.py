@@ -182,7 +182,7 @@ class RollingWriter:
             thin=self.thin,
             append=self.append,
         )
-        self.target_size = table.options.target_file_size(True)
+        self.target_size = table.options.target_file_size(not self.append)
         self.compression = write_compression(
             schema.options, level, table.options.file_compression("zstd"), changelog=changelog
         )

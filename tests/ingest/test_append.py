@@ -21,6 +21,7 @@ from dagster_paimon.errors import InvalidArgumentError, SchemaMismatchError, Uns
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import open_catalog, open_table
 from tests.conftest import data_files_on_disk, write_with_pypaimon
@@ -223,3 +224,12 @@ def test_ignore_delete_drops_retractions(warehouse):
     kept = [r for r, k in zip(log_batch(0, rows=20).to_pylist(), kinds, strict=True) if k[0] == "+"]
     assert result.rows == len(kept)
     assert multiset(read_rows(open_table(warehouse, "db.log"))) == multiset(kept)
+
+
+def test_paimon_table_ingests_into_an_append_table(warehouse):
+    create_log(warehouse, "log", partitioned=True, **BUCKETED)
+    table = PaimonTable.open(warehouse, "db.log")
+    result = table.ingest_arrow(log_batch(0))
+    assert (result.commit_kind, result.rows) == ("APPEND", 30)
+    expected = multiset(log_batch(0).to_pylist())
+    assert multiset(read_rows(open_table(warehouse, "db.log"))) == expected

@@ -20,7 +20,13 @@ from dagster_paimon.options import (
     changelog_producer,
     flag,
 )
-from dagster_paimon.unsupported import INGEST, check_supported_layout
+from dagster_paimon.unsupported import (
+    BLOB_FIELD,
+    INGEST,
+    _columns,
+    _typed,
+    check_supported_layout,
+)
 
 ROW_KIND_COLUMN = "_row_kind"
 HIDDEN_PREFIX = "__paimon_"
@@ -192,6 +198,12 @@ def check_append_writable(schema: TableSchema) -> None:
     our commits do not assign them. A bucketed append table without 'bucket-key' is refused by
     Java itself (SchemaValidation).
     """
+    blobs = _typed("BLOB")(schema) or _columns(BLOB_FIELD)(schema)
+    if blobs:
+        raise UnsupportedLayoutError(
+            f"an append table with {blobs}: Java writes those values to separate '.blob' files "
+            "beside each data file (BlobFileWriter); dagster-paimon's ingest would inline them"
+        )
     for key in (ROW_TRACKING, DATA_EVOLUTION):
         if flag(schema.options, key):
             raise UnsupportedLayoutError(
