@@ -19,8 +19,14 @@ from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedLayoutError
 from dagster_paimon.ingest.arrow import ingest_arrow
+from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.io.write import write_all
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.write.layout import plan_write_layout
+from dagster_paimon.lsm.write.level0 import Level0Writer
+from dagster_paimon.lsm.write.level0 import max_sequences as max_sequences_of
 from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import open_catalog, open_table
@@ -233,3 +239,18 @@ def test_paimon_table_ingests_into_an_append_table(warehouse):
     assert (result.commit_kind, result.rows) == ("APPEND", 30)
     expected = multiset(log_batch(0).to_pylist())
     assert multiset(read_rows(open_table(warehouse, "db.log"))) == expected
+
+
+def test_interleaved_appends_both_land_as_javas_do(warehouse):
+    create_log(warehouse, "log", partitioned=True, **BUCKETED)
+    table = open_table(warehouse, "db.log")
+    ingest_arrow(table, log_batch(0))
+    base = max_sequences_of(read_levels(table))
+    layout = plan_write_layout(table.table_schema, LOG_SCHEMA)
+    writes = [
+        write_all(Level0Writer(table, layout, base), log_batch(n).to_batches()) for n in (1, 2)
+    ]
+    for n, w in enumerate(writes):  # both planned on snapshot 1: no order among append rows
+        commit_ingest(table, w, overwrite=None, commit_user=f"w{n}", identifier=n)
+    rows = log_batch(0).to_pylist() + log_batch(1).to_pylist() + log_batch(2).to_pylist()
+    assert multiset(read_rows(open_table(warehouse, "db.log"))) == multiset(rows)
