@@ -268,7 +268,7 @@ MODES = (
     Unsupported(
         "append table",
         "0.4",
-        frozenset({COMPACTION, INGEST}),
+        frozenset({COMPACTION}),
         "an append table's files are compacted by AppendCompactCoordinator (unaware bucket) or "
         "BucketedAppendCompactManager, not by the LSM merge; its files carry no key fields",
         "AppendCompactCoordinator, BucketedAppendCompactManager, AppendOnlyFileStoreWrite",

@@ -13,11 +13,10 @@ from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.lsm.write.bucket import total_buckets
+from dagster_paimon.lsm.write.bucket import is_dynamic
 from dagster_paimon.lsm.write.dynamic import DynamicAssigner, hash_indexes_at
 from dagster_paimon.lsm.write.layout import check_writable, plan_write_layout
 from dagster_paimon.lsm.write.level0 import Level0Writer, max_sequences
-from dagster_paimon.options import DYNAMIC_BUCKET
 from dagster_paimon.partition import Partition
 
 MODES = ("append", "overwrite")
@@ -25,6 +24,9 @@ MODES = ("append", "overwrite")
 
 def ingest_arrow(table: FileStoreTable, data: pa.Table, *, mode: str = "append") -> IngestResult:
     """Write `data` as level-0 files and commit one APPEND (or OVERWRITE) snapshot.
+
+    Into a primary-key table rows are folded per key; into an append table they are written
+    as they come (bucketed by the bucket key, or all into bucket 0 of an unaware table).
 
     Overwrite replaces exactly the partitions `data` holds rows of (the whole table if it is
     unpartitioned). Bad input raises before anything is written; on failure nothing changes.
@@ -40,7 +42,7 @@ def ingest_arrow(table: FileStoreTable, data: pa.Table, *, mode: str = "append")
     layout = plan_write_layout(table.table_schema, data.schema)
     levels = read_levels(table)
     indexes = hash_indexes_at(table, levels.snapshot_id, overwrite=mode == "overwrite")
-    dynamic = total_buckets(table.table_schema) == DYNAMIC_BUCKET
+    dynamic = is_dynamic(table.table_schema)
     writer = Level0Writer(
         table,
         layout,

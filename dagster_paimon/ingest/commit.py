@@ -31,7 +31,8 @@ def ingest_producer(
 
     An APPEND into fixed buckets renumbers its files of a bucket another writer committed to
     meanwhile; into dynamic buckets it fails there instead, as that writer may have indexed
-    the same new keys elsewhere.
+    the same new keys elsewhere. An append table's rows have no order to keep: its APPEND
+    commits over interleaving writers as Java's does (no sequence check).
     """
     total = total_buckets(table.table_schema)
     changes = [w.change(total) for w in writes]
@@ -39,6 +40,8 @@ def ingest_producer(
         return OverwriteProducer(
             table, changes, partitions=overwrite, commit_user=commit_user, identifier=identifier
         )
+    if not table.table_schema.primary_keys:
+        return AppendProducer(table, changes, commit_user=commit_user, identifier=identifier)
     first: dict[tuple[Partition, int], int] = {}
     for w in writes:
         key = (w.partition, w.bucket)

@@ -135,6 +135,8 @@ class _OpenFile:
 class RollingWriter:
     """Writes key-sorted KV batches into parquet files of about target-file-size at one level.
 
+    An append table's batches carry no keys; its files keep the table's columns alone.
+
     Compaction writes at its output level with file source COMPACT; ingest writes level 0 with
     file source APPEND; a changelog (`changelog`) is named changelog-* with file source APPEND.
     """
@@ -159,11 +161,15 @@ class RollingWriter:
         self.file_source = file_source
         self.schema = kv_schema(schema)
         self.keys = key_columns(schema)
+        # an append table's files hold its columns alone (AppendOnlyWriter): batches still
+        # carry sequence numbers and kinds, for the file's metadata
+        self.append = not schema.primary_keys
         # thin mode (data-file.thin-mode): keys are not stored twice; readers take the values
-        self.thin = flag(schema.options, DATA_FILE_THIN_MODE)
+        self.thin = flag(schema.options, DATA_FILE_THIN_MODE) and not self.append
+        dropped = {SEQUENCE_NUMBER, VALUE_KIND} if self.append else set(self.keys)
         self.file_schema = (
-            pa.schema([f for f in self.schema if f.name not in self.keys])
-            if self.thin
+            pa.schema([f for f in self.schema if f.name not in dropped])
+            if self.thin or self.append
             else self.schema
         )
         self.key_fields = list(table.trimmed_primary_keys_fields)
@@ -174,8 +180,9 @@ class RollingWriter:
             file_format=self.format,
             changelog=changelog,
             thin=self.thin,
+            append=self.append,
         )
-        self.target_size = table.options.target_file_size(True)
+        self.target_size = table.options.target_file_size(not self.append)
         self.compression = write_compression(
             schema.options, level, table.options.file_compression("zstd"), changelog=changelog
         )
@@ -238,7 +245,10 @@ class RollingWriter:
 
     def _append(self, f: _OpenFile, batch: pa.RecordBatch) -> None:
         """Write one slice as a row group and fold it into the file's metadata."""
-        f.writer.write_batch(batch.drop_columns(self.keys) if self.thin else batch)
+        if self.thin or self.append:
+            f.writer.write_batch(batch.select(self.file_schema.names))
+        else:
+            f.writer.write_batch(batch)
         f.rows += batch.num_rows
         retracts = pc.is_in(batch.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))
         f.deletes += pc.sum(retracts).as_py() or 0

@@ -34,6 +34,8 @@ from dagster_paimon.lsm.write.bucket import (
     binary_row_hashes,
     buckets_of,
     fixed_bucket_count,
+    is_dynamic,
+    is_unaware,
     total_buckets,
 )
 from dagster_paimon.lsm.write.cast import cast_column
@@ -50,7 +52,6 @@ from dagster_paimon.lsm.write.layout import (
     check_writable,
     plan_write_layout,
 )
-from dagster_paimon.options import DYNAMIC_BUCKET
 from dagster_paimon.snapshot.resolve import find_landed
 from dagster_paimon.spark.binary_row import with_bucket_column
 from dagster_paimon.spark.executor import outcome_of, split_outcomes
@@ -145,11 +146,14 @@ def distribute(
     """Add each row's bucket and input ordinal, keep each bucket in one partition, sort by key.
 
     Dynamic-bucket tables are assigned against their HASH index at `snapshot_id` (none when
-    overwriting), which the write must then start from too.
+    overwriting), which the write must then start from too. An unaware-bucket append table
+    takes every row into bucket 0 where it is: each task writes its own files, as Java's do.
     """
     schema = ref.open().table_schema
     ordered = df.withColumn(ORDINAL_COLUMN, F.monotonically_increasing_id())
-    if total_buckets(schema) == DYNAMIC_BUCKET:
+    if is_unaware(schema):
+        return ordered.withColumn(BUCKET_COLUMN, F.lit(0).cast("int"))
+    if is_dynamic(schema):
         bucketed = _with_dynamic_buckets(ordered, ref, snapshot_id, overwrite)
     else:
         bucketed = _with_fixed_buckets(ordered, schema)
@@ -241,7 +245,8 @@ def ingest_dataframe(
     mode: str = "append",
     catalog_options: Mapping[str, str] | None = None,
 ) -> IngestResult:
-    """Write a DataFrame into a primary-key table as level-0 files in one snapshot.
+    """Write a DataFrame into a table as level-0 files in one snapshot (a primary-key table's
+    rows folded per key, an append table's written as they come).
 
     The driver plans the write, executors write each bucket's files (`mapInArrow`, so classic
     and Connect sessions alike), and this process commits their messages: no Python worker of
@@ -250,8 +255,8 @@ def ingest_dataframe(
     files (files of attempts Spark itself abandons are orphans, for orphan removal).
 
     Raises InvalidArgumentError (mode), WarehouseUnreachableError (or an S3 subclass: credentials,
-    access, bucket, endpoint), DatabaseNotFoundError, TableNotFoundError, InvalidTableSpecError (no
-    primary key), SchemaMismatchError (columns or values that do not fit), InvalidOptionError,
+    access, bucket, endpoint), DatabaseNotFoundError, TableNotFoundError, InvalidTableSpecError,
+    SchemaMismatchError (columns or values that do not fit), InvalidOptionError,
     UnsupportedLayoutError; not input: CommitConflictError, TransientStoreError.
     """
     if mode not in MODES:

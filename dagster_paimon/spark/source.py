@@ -36,6 +36,7 @@ from dagster_paimon.ingest.commit import commit_ingest, discard_writes
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.write.bucket import is_unaware
 from dagster_paimon.lsm.write.dynamic import hash_indexes_at
 from dagster_paimon.lsm.write.layout import WriteLayout, check_writable, plan_write_layout
 from dagster_paimon.lsm.write.level0 import (
@@ -167,7 +168,7 @@ class PaimonWriter(DataSourceArrowWriter):
         done = [m for m in messages if isinstance(m, IngestMessage)]
         writes = [w for m in done for w in m.writes]
         try:
-            if self.layout.prepared:
+            if self.layout.prepared and not is_unaware(table.table_schema):
                 check_one_task_per_bucket(done)
         except BaseException:
             discard_writes(table, writes)

@@ -1,7 +1,7 @@
 /*
  * Paimon's own snapshot or changelog expiry (FileStoreTable.newExpireSnapshots,
  * newExpireChangelog) on a table, for the append table differential
- * (tests/java/test_java_append.py).
+ * (tests/java/test_java_append_maintenance.py).
  *
  * Usage: PaimonExpire WAREHOUSE DATABASE TABLE (snapshots | changelogs) SNAPSHOT_RETAIN_MIN
  * CHANGELOG_RETAIN_MIN. Both retain at most Integer.MAX_VALUE, no time, at most 1000 deletions

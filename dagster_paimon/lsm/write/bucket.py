@@ -34,6 +34,8 @@ from dagster_paimon.options import (
 )
 
 SEED = 42
+UNAWARE_BUCKET = DYNAMIC_BUCKET
+"""Bucket -1 on an append table: no bucket key, every file in bucket 0 (Java's BUCKET_UNAWARE)."""
 _C1 = np.uint32(0xCC9E2D51)
 _C2 = np.uint32(0x1B873593)
 _M5 = np.uint32(5)
@@ -310,10 +312,21 @@ def fixed_bucket_count(schema: TableSchema) -> int:
 
 
 def total_buckets(schema: TableSchema) -> int:
-    """The totalBuckets a write records: the fixed count, or -1 for dynamic buckets."""
+    """The totalBuckets a write records: the fixed count, or -1 for dynamic buckets (and for
+    an unaware-bucket append table)."""
     if bucket(schema.options) == DYNAMIC_BUCKET:
         return DYNAMIC_BUCKET
     return fixed_bucket_count(schema)
+
+
+def is_unaware(schema: TableSchema) -> bool:
+    """Whether the table is an append table without buckets (bucket -1, no primary key)."""
+    return not schema.primary_keys and bucket(schema.options) == UNAWARE_BUCKET
+
+
+def is_dynamic(schema: TableSchema) -> bool:
+    """Whether the table is a primary-key table in dynamic bucket mode (bucket -1)."""
+    return bool(schema.primary_keys) and bucket(schema.options) == DYNAMIC_BUCKET
 
 
 def assign_buckets(

@@ -27,10 +27,9 @@ from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.io.hashes import read_hashes
 from dagster_paimon.io.index import HASH_INDEX, bucket_indexes
 from dagster_paimon.io.kv import trimmed_primary_keys
-from dagster_paimon.lsm.write.bucket import binary_row_hashes, total_buckets
+from dagster_paimon.lsm.write.bucket import binary_row_hashes, is_dynamic
 from dagster_paimon.options import (
     BUCKET,
-    DYNAMIC_BUCKET,
     DYNAMIC_BUCKET_ASSIGNER_PARALLELISM,
     DYNAMIC_BUCKET_INITIAL_BUCKETS,
     DYNAMIC_BUCKET_MAX_BUCKETS,
@@ -65,7 +64,7 @@ def hash_indexes_at(
 ) -> dict[BucketKey, IndexFileMeta]:
     """The HASH index of each bucket a write starts from: none for fixed buckets or an
     overwrite (the partitions it writes are replaced whole)."""
-    if overwrite or total_buckets(table.table_schema) != DYNAMIC_BUCKET:
+    if overwrite or not is_dynamic(table.table_schema):
         return {}
     return bucket_indexes(table, resolve_snapshot(table, snapshot_id), HASH_INDEX)
 

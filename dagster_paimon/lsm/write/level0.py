@@ -4,6 +4,8 @@ This is Paimon's writer path (MergeTreeWriter flushing its write buffer) for a b
 buffered up to `write-buffer-size`, then each (partition, bucket) of the buffer gets sequence
 numbers in input order, continuing from the bucket's maximum, is sorted by key, folded to one
 record per key by the table's merge engine, and written as level-0 files (file source APPEND).
+An append table's rows are written as they come, numbered the same way (Java's AppendOnlyWriter);
+in an unaware-bucket table (bucket -1) every writer numbers from 0 into bucket 0.
 """
 
 from __future__ import annotations
@@ -24,12 +26,18 @@ from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
 from dagster_paimon.io.hashes import read_hashes, write_hashes
 from dagster_paimon.io.index import delete_index_file
-from dagster_paimon.io.kv import SEQUENCE_NUMBER, key_columns, kv_schema, trimmed_primary_keys
+from dagster_paimon.io.kv import (
+    RETRACT_KINDS,
+    SEQUENCE_NUMBER,
+    key_columns,
+    kv_schema,
+    trimmed_primary_keys,
+)
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.write import APPEND_FILE_SOURCE, RollingWriter, write_all
 from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
 from dagster_paimon.lsm.model.levels import TableLevels
-from dagster_paimon.lsm.write.bucket import assign_buckets, total_buckets
+from dagster_paimon.lsm.write.bucket import UNAWARE_BUCKET, assign_buckets, total_buckets
 from dagster_paimon.lsm.write.dynamic import (
     MAX_BUCKET_IDS,
     DynamicAssigner,
@@ -38,7 +46,13 @@ from dagster_paimon.lsm.write.dynamic import (
 )
 from dagster_paimon.lsm.write.layout import BUCKET_COLUMN, WriteLayout, to_table_types
 from dagster_paimon.lsm.write.rowkinds import RowKindFilter, parse_row_kinds
-from dagster_paimon.options import DYNAMIC_BUCKET, WRITE_BUFFER_SIZE, memory_bytes, read_option
+from dagster_paimon.options import (
+    DYNAMIC_BUCKET,
+    IGNORE_DELETE,
+    WRITE_BUFFER_SIZE,
+    memory_bytes,
+    read_option,
+)
 from dagster_paimon.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -75,6 +89,16 @@ class BucketWrite:
             new_files=self.files,
             index=self.index,
             base_index=self.base_index,
+        )
+
+
+def check_append_kinds(kinds: np.ndarray) -> None:
+    """An append table takes inserts only (Java's AppendOnlyWriter takes +I and +U)."""
+    retracts = np.isin(kinds, RETRACT_KINDS)
+    if retracts.any():
+        raise InvalidArgumentError(
+            f"an append table takes only +I and +U rows, got {int(retracts.sum())} -U/-D rows; "
+            f"set the table option '{IGNORE_DELETE}' to drop them"
         )
 
 
@@ -140,7 +164,9 @@ class Level0Writer:
         self.table = table
         self.layout = layout
         self.num_buckets = num_buckets or total_buckets(schema)
-        self.dynamic = self.num_buckets == DYNAMIC_BUCKET
+        self.append = not schema.primary_keys
+        self.unaware = self.append and self.num_buckets == UNAWARE_BUCKET
+        self.dynamic = self.num_buckets == DYNAMIC_BUCKET and not self.append
         if self.dynamic:
             check_dynamic_writable(schema)
         self.assigner = assigner
@@ -153,8 +179,10 @@ class Level0Writer:
         self.kv = kv_schema(schema)
         self.engine = MergeEngine.for_table(schema)
         self.kind_filter = RowKindFilter(schema.options)
-        self.base_sequences = base_sequences
-        self.sequence_offset = sequence_offset
+        # an unaware-bucket writer ignores previous files (Java's AppendFileStoreWrite):
+        # every writer numbers its rows from 0
+        self.base_sequences = {} if self.unaware else base_sequences
+        self.sequence_offset = 0 if self.unaware else sequence_offset
         self.buffer_bytes = buffer_bytes or write_buffer_bytes(schema.options)
         self.rows = 0
         self.partition_fields = tuple(table.partition_keys_fields)
@@ -181,6 +209,8 @@ class Level0Writer:
         if self.kind_filter.active:
             keep = self.kind_filter.keep(kinds)
             values, kinds, buckets = values.filter(pa.array(keep)), kinds[keep], buckets[keep]
+        if self.append:
+            check_append_kinds(kinds)
         self._note_partitions(values)
         self._values.append(values)
         self._kinds.append(kinds)
@@ -198,11 +228,13 @@ class Level0Writer:
                     "dagster_paimon.spark.ingest (or ingest_arrow), not a bare DataFrame write"
                 )
             return self.assigner.assign_rows(values)
+        if not self.layout.prepared and self.unaware:
+            return np.zeros(values.num_rows, dtype=np.int32)
         if not self.layout.prepared:
             return assign_buckets(self.table.table_schema, values, self.num_buckets)
         column = batch.column(BUCKET_COLUMN)
         buckets = np.asarray(pc.fill_null(column, -1)).astype(np.int32)
-        top = self.num_buckets if self.num_buckets > 0 else MAX_BUCKET_IDS
+        top = 1 if self.unaware else self.num_buckets if self.num_buckets > 0 else MAX_BUCKET_IDS
         if buckets.size and (buckets.min() < 0 or buckets.max() >= top):
             raise InvalidArgumentError(
                 f"{BUCKET_COLUMN!r} holds buckets outside 0..{top - 1}; it must "
@@ -283,7 +315,8 @@ class Level0Writer:
     def _write_bucket(
         self, partition: Partition, bucket: int, values: pa.Table, kinds: np.ndarray
     ) -> None:
-        """Number, sort, fold and write one bucket's share of the buffer."""
+        """Number, sort, fold and write one bucket's share of the buffer (an append table's
+        rows stay as they come, in input order)."""
         key = (partition, bucket)
         if self.dynamic:
             hashes = key_hashes(self.table.table_schema, values)
@@ -292,6 +325,11 @@ class Level0Writer:
         columns = [values.column(k) for k in self.trimmed_keys]
         columns += [pa.array(sequences), pa.array(kinds, pa.int8()), *values.columns]
         kv = pa.Table.from_arrays(columns, schema=self.kv)
+        if self.append:
+            writer = RollingWriter(self.table, partition, bucket, 0, APPEND_FILE_SOURCE)
+            files = write_all(writer, kv.to_batches(max_chunksize=RUN_BATCH_ROWS))
+            self._files.setdefault(key, []).extend(files)
+            return
         if not sorted_by(kv, self.keys):
             order = [(k, "ascending") for k in self.keys] + [(SEQUENCE_NUMBER, "ascending")]
             kv = kv.take(pc.sort_indices(kv, sort_keys=order))
