@@ -23,7 +23,14 @@ from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
 from dagster_paimon.io.external import DataFilePaths
 from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan, sidecar_path
 from dagster_paimon.io.formats import FileWriter, check_writable_format, open_writer
-from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
+from dagster_paimon.io.kv import (
+    RETRACT_KINDS,
+    SEQUENCE_NUMBER,
+    VALUE_KIND,
+    key_columns,
+    kv_schema,
+    value_schema,
+)
 from dagster_paimon.io.paths import file_extension
 from dagster_paimon.io.stats import FileStats, StatsLayout
 from dagster_paimon.options import (
@@ -135,10 +142,11 @@ class _OpenFile:
 class RollingWriter:
     """Writes key-sorted KV batches into parquet files of about target-file-size at one level.
 
-    An append table's batches carry no keys; its files keep the table's columns alone.
-
     Compaction writes at its output level with file source COMPACT; ingest writes level 0 with
     file source APPEND; a changelog (`changelog`) is named changelog-* with file source APPEND.
+    An append table's files keep the table's columns alone (no key or system columns, no key
+    statistics); with `first_sequence` its batches are plain rows numbered from that sequence
+    on, as Java's RowDataRollingFileWriter numbers a compaction's output.
     """
 
     def __init__(
@@ -150,8 +158,11 @@ class RollingWriter:
         file_source: int = COMPACT_FILE_SOURCE,
         *,
         changelog: bool = False,
+        first_sequence: int | None = None,
     ):
         schema = table.table_schema
+        self.append = not schema.primary_keys
+        self.next_sequence = first_sequence
         check_writable_format(schema)
         self.format = write_format(schema.options, level, changelog=changelog)
         self.table = table
@@ -159,11 +170,10 @@ class RollingWriter:
         self.bucket = bucket
         self.level = level
         self.file_source = file_source
-        self.schema = kv_schema(schema)
-        self.keys = key_columns(schema)
-        # an append table's files hold its columns alone (AppendOnlyWriter): batches still
-        # carry sequence numbers and kinds, for the file's metadata
-        self.append = not schema.primary_keys
+        # an append table's files hold its columns alone (AppendOnlyWriter); ingest hands its
+        # rows numbered (sequence and kind columns), compaction numbers them from first_sequence
+        self.schema = value_schema(schema) if first_sequence is not None else kv_schema(schema)
+        self.keys = [] if self.append else key_columns(schema)
         # thin mode (data-file.thin-mode): keys are not stored twice; readers take the values
         self.thin = flag(schema.options, DATA_FILE_THIN_MODE) and not self.append
         dropped = {SEQUENCE_NUMBER, VALUE_KIND} if self.append else set(self.keys)
@@ -172,7 +182,7 @@ class RollingWriter:
             if self.thin or self.append
             else self.schema
         )
-        self.key_fields = list(table.trimmed_primary_keys_fields)
+        self.key_fields = [] if self.append else list(table.trimmed_primary_keys_fields)
         self.stats = StatsLayout.of(
             schema,
             self.key_fields,
@@ -250,10 +260,15 @@ class RollingWriter:
         else:
             f.writer.write_batch(batch)
         f.rows += batch.num_rows
-        retracts = pc.is_in(batch.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))
-        f.deletes += pc.sum(retracts).as_py() or 0
-        seq = pc.min_max(batch.column(SEQUENCE_NUMBER))
-        low, high = seq["min"].as_py(), seq["max"].as_py()
+        if self.next_sequence is not None:
+            low = self.next_sequence
+            self.next_sequence += batch.num_rows
+            high = self.next_sequence - 1
+        else:
+            retracts = pc.is_in(batch.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))
+            f.deletes += pc.sum(retracts).as_py() or 0
+            seq = pc.min_max(batch.column(SEQUENCE_NUMBER))
+            low, high = seq["min"].as_py(), seq["max"].as_py()
         f.min_seq = low if f.min_seq is None else min(f.min_seq, low)
         f.max_seq = high if f.max_seq is None else max(f.max_seq, high)
         if f.min_key is None:
