@@ -101,7 +101,9 @@ _EXPORTS = {
     "CompactionConfig": "dagster_paimon.dagster.compaction",
     "build_compaction_asset": "dagster_paimon.dagster.compaction",
     "build_compaction_sensor": "dagster_paimon.dagster.sensors",
+    "build_health_check": "dagster_paimon.dagster.checks",
     "build_lsm_health_check": "dagster_paimon.dagster.checks",
+    "build_small_files_check": "dagster_paimon.dagster.checks",
     "PaimonWarehouseComponent": "dagster_paimon.dagster.component",
     **dict.fromkeys(_ERRORS, "dagster_paimon.errors"),
 }

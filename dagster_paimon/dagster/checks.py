@@ -1,4 +1,6 @@
-"""The `lsm_health` asset check: sorted runs and size amplification against Paimon's limits."""
+"""Each table's health check: `lsm_health` (sorted runs and size amplification against Paimon's
+limits) on a primary-key table, `small_files` (what Paimon's append compaction would rewrite) on
+an append table."""
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -10,10 +12,12 @@ from dagster import (
 
 from dagster_paimon.dagster.metadata import health_metadata
 from dagster_paimon.dagster.specs import PaimonTableSpec
+from dagster_paimon.lsm.compaction.append_plan import plan_append_tasks
 from dagster_paimon.lsm.model.health import TableHealth
-from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 
 LSM_HEALTH_CHECK = "lsm_health"
+SMALL_FILES_CHECK = "small_files"
 
 
 def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) -> AssetCheckResult:
@@ -43,8 +47,54 @@ def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) 
     )
 
 
+def evaluate_small_files(levels: TableLevels) -> AssetCheckResult:
+    """Warn where Paimon's append compaction would rewrite files now (an append table has no
+    write stall to fail on)."""
+    assert levels.schema is not None  # an append table has a schema
+    tasks = plan_append_tasks(levels, levels.schema.options)
+    due = sorted({t.partition.label() for t in tasks})
+    files = sum(len(t.files) for t in tasks)
+    return AssetCheckResult(
+        passed=not tasks,
+        severity=AssetCheckSeverity.WARN,
+        description=(
+            f"{files} small files in {len(due)} partitions are due for compaction: "
+            + ", ".join(due[:10])
+            + (f" and {len(due) - 10} more" if len(due) > 10 else "")
+            if tasks
+            else "no files due for compaction"
+        ),
+        metadata=health_metadata(levels.append_health()),
+    )
+
+
+def build_health_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
+    """The check of the table's kind: `lsm_health` (primary key) or `small_files` (append)."""
+    return build_lsm_health_check(spec) if spec.primary_keys else build_small_files_check(spec)
+
+
+def build_small_files_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
+    """An append table's check, on its asset.
+
+    Raises nothing itself; the check fails with what read_levels raises.
+    """
+
+    @asset_check(
+        asset=spec.asset_key,
+        name=SMALL_FILES_CHECK,
+        description="Small files Paimon's append compaction would rewrite now.",
+        required_resource_keys={spec.warehouse_key},
+    )
+    def small_files(context: AssetCheckExecutionContext) -> AssetCheckResult:
+        return evaluate_small_files(
+            read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
+        )
+
+    return small_files
+
+
 def build_lsm_health_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
-    """One health check per table, on its ingest asset.
+    """A primary-key table's check, on its ingest asset.
 
     Raises nothing itself; the check fails with what read_levels raises.
     """

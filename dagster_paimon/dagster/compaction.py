@@ -59,7 +59,7 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
                 partition=partition,
                 executor=executor,
             )
-            health = read_levels(table, partition=partition).health()
+            health = read_levels(table, partition=partition).health_report()
         context.log.info(report.summary())
         return MaterializeResult(
             # the compaction's snapshot id wins over the health's (None when nothing was done)

@@ -25,7 +25,7 @@ import tempfile
 import zlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import dagster as dg
 from dagster import ComponentFormConfig
@@ -42,7 +42,7 @@ from dagster_pyspark import LazyPySparkResource
 from dagster_shared.serdes.objects.models.defs_state_info import DefsStateManagementType
 from pydantic import BaseModel, Field
 
-from dagster_paimon.dagster.checks import build_lsm_health_check
+from dagster_paimon.dagster.checks import build_health_check
 from dagster_paimon.dagster.compaction import CompactionConfig, build_compaction_asset
 from dagster_paimon.dagster.factory import compaction_job_name
 from dagster_paimon.dagster.maintenance import MaintenanceCrons, build_maintenance_definitions
@@ -50,7 +50,7 @@ from dagster_paimon.dagster.metadata import column_schema
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.sensors import build_warehouse_sensor
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.discovery import TABLE_KINDS, DiscoveredTable, Discovery, discover_tables
+from dagster_paimon.discovery import DiscoveredTable, Discovery, discover_tables
 from dagster_paimon.errors import TableNotFoundError
 from dagster_paimon.partition import parse_partition_spec
 
@@ -157,7 +157,7 @@ class TablesArgs(dg.Resolvable, dg.Model):
             ["primary-key"],
             ["primary-key", "append"],
         ),
-    ] = Field(default_factory=lambda: list(TABLE_KINDS), min_length=1)
+    ] = Field(default_factory=lambda: list(get_args(TableKind)), min_length=1)
     allow_empty: Annotated[
         bool,
         described(
@@ -478,7 +478,7 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
             parts.append(
                 dg.Definitions(
                     assets=[external_asset(spec), compaction],
-                    asset_checks=[build_lsm_health_check(spec)],
+                    asset_checks=[build_health_check(spec)],
                     jobs=[job],
                 )
             )

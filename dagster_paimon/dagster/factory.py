@@ -4,7 +4,7 @@ from typing import Literal
 
 from dagster import Definitions, define_asset_job
 
-from dagster_paimon.dagster.checks import build_lsm_health_check
+from dagster_paimon.dagster.checks import build_health_check
 from dagster_paimon.dagster.compaction import build_compaction_asset
 from dagster_paimon.dagster.ingest import IngestFunction, build_ingest_asset
 from dagster_paimon.dagster.sensors import build_compaction_sensor
@@ -32,7 +32,7 @@ def build_paimon_table_definitions(
             build_ingest_asset(spec, ingest, mode=mode, single_run_backfill=single_run_backfill),
             compaction,
         ],
-        asset_checks=[build_lsm_health_check(spec)],
+        asset_checks=[build_health_check(spec)],
         jobs=[job],
         sensors=[build_compaction_sensor(spec, job, sensor_interval_seconds)],
     )

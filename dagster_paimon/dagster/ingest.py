@@ -91,7 +91,7 @@ def build_ingest_asset(
             if context.has_partition_key and not context.has_partition_key_range
             else None
         )
-        health = read_levels(table, partition=partition).health()
+        health = read_levels(table, partition=partition).health_report()
         return MaterializeResult(
             metadata={
                 "dagster/row_count": report.rows,

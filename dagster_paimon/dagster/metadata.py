@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 from dagster import MetadataValue, TableColumn, TableSchema
 
-from dagster_paimon.lsm.model.health import TableHealth
+from dagster_paimon.lsm.model.append_health import Health
 
 NAMESPACE = "paimon/"
 
@@ -35,7 +35,7 @@ def metric_metadata(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return {f"{NAMESPACE}{k}": v for k, v in metrics.items() if v is not None}
 
 
-def health_metadata(health: TableHealth) -> dict[str, Any]:
+def health_metadata(health: Health) -> dict[str, Any]:
     """Health metrics plus a per-bucket table for the UI."""
     rows = [b.to_dict() for b in health.buckets]
     values = metric_metadata(health.metrics())

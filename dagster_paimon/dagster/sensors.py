@@ -33,6 +33,7 @@ from dagster_paimon.errors import (
     TransientStoreError,
     WarehouseUnreachableError,
 )
+from dagster_paimon.lsm.compaction.append_plan import plan_append_tasks
 from dagster_paimon.lsm.model.health import BucketHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.lsm.model.watch import LevelsWatch
@@ -99,8 +100,16 @@ def unhealthy_partitions(
 ) -> set[tuple[tuple[str, str], ...]]:
     """Paimon partitions (as sorted key/value pairs) with at least one bucket over a limit.
 
-    The limits default to the table's own Paimon options.
+    The limits default to the table's own Paimon options. An append table's are the partitions
+    Paimon's append compaction would rewrite files of now (its coordinator, or a bucket's
+    compaction manager).
     """
+    if levels.is_append:
+        assert levels.schema is not None  # an append table has a schema
+        return {
+            tuple(sorted(t.partition.spec.items()))
+            for t in plan_append_tasks(levels, levels.schema.options)
+        }
     options = levels.options
     trigger = options.num_sorted_run_compaction_trigger if trigger is None else trigger
     max_amp = options.max_size_amplification_percent if max_amp is None else max_amp
@@ -341,7 +350,7 @@ def build_warehouse_sensor(
                 missing.append(f"{spec.identifier} ({outcome})")
                 continue
             levels, retained = outcome
-            metrics = {**levels.health().metrics(), **retained}
+            metrics = {**levels.health_report().metrics(), **retained}
             events.append(
                 AssetObservation(asset_key=spec.asset_key, metadata=metric_metadata(metrics))
             )

@@ -35,7 +35,8 @@ EVENTS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa
 
 def build_warehouse(warehouse: str) -> dict:
     """shop.orders (2 partitions, dt=2024-01-01 over the trigger), shop.events (unpartitioned),
-    sales.orders (partitioned, healthy) and an append-only shop.log; returns shop.orders' model."""
+    sales.orders (partitioned, healthy) and shop.log, an append table of 6 small files (Paimon's
+    coordinator compacts 5 or more); returns shop.orders' model."""
     orders = create_table(warehouse, replace(orders_spec(), database="shop"))
     model: dict = {}
     for commit in range(7):
@@ -50,7 +51,9 @@ def build_warehouse(warehouse: str) -> dict:
     write_with_pypaimon(sales, orders_batch(0))
     events = create_table(warehouse, TableSpec("shop", "events", EVENTS, ("id",), 1))
     write_with_pypaimon(events, pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=EVENTS))
-    open_catalog(warehouse).create_table("shop.log", Schema.from_pyarrow_schema(EVENTS), False)
+    log = create_table(warehouse, TableSpec("shop", "log", EVENTS, (), -1))
+    for commit in range(6):
+        write_with_pypaimon(log, pa.table({"id": [commit], "v": [f"e{commit}"]}, schema=EVENTS))
     return model
 
 
@@ -119,16 +122,19 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
     refresh_state(root)
     defs = load(root)
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    tables = ("shop/orders", "shop/events", "sales/orders")
-    assert keys == {*tables, *(f"{t}/compaction" for t in tables)}, "append-only shop.log skipped"
+    tables = ("shop/orders", "shop/events", "sales/orders", "shop/log")
+    assert keys == {*tables, *(f"{t}/compaction" for t in tables)}, "append tables adopted too"
     graph = defs.resolve_asset_graph()
     orders = graph.get(dg.AssetKey(["shop", "orders"]))
     assert not orders.is_materializable, "adopted tables are external assets"
     columns = orders.metadata["dagster/column_schema"].columns
     assert [c.name for c in columns] == ORDERS_SCHEMA.names
     checks = {k.name for k in graph.asset_check_keys}
-    assert checks == {"lsm_health"}
-    assert len(graph.asset_check_keys) == 3
+    assert checks == {"lsm_health", "small_files"}
+    assert len(graph.asset_check_keys) == 4
+    assert graph.get(dg.AssetKey(["shop", "log"])).check_keys == {
+        dg.AssetCheckKey(dg.AssetKey(["shop", "log"]), "small_files")
+    }
     jobs = {j.name for j in defs.resolve_all_job_defs()}
     assert {"compact_shop_orders", "shop_orders_expire_snapshots"} <= jobs
     schedules = {s.name: s.cron_schedule for s in defs.schedules}
@@ -166,9 +172,12 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
         assert observed["shop/events"]["paimon/tags"].value == 0
         age = observed["shop/orders"]["paimon/oldest_snapshot_age_seconds"].value
         assert (before_ms - first_ms) / 1000 - 0.01 <= age <= (after_ms - first_ms) / 1000 + 0.01
-        assert [(r.job_name, r.partition_key) for r in result.run_requests] == [
-            ("compact_shop_orders", "dt=2024-01-01")
-        ]
+        assert observed["shop/log"]["paimon/small_files"].value == 6
+        assert observed["shop/log"]["paimon/files"].value == 6
+        assert sorted((r.job_name, r.partition_key or "") for r in result.run_requests) == [
+            ("compact_shop_log", ""),
+            ("compact_shop_orders", "dt=2024-01-01"),
+        ], "the append table's compaction is requested where Paimon's coordinator would run"
         for request in result.dynamic_partitions_requests:
             instance.add_dynamic_partitions(
                 request.partitions_def_name, list(request.partition_keys)
@@ -192,11 +201,36 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
         assert any(m.startswith("compacted dt=2024-01-01 bucket") for m in messages), (
             "library progress logs reach the run logs"
         )
+        log_rows = sorted(read_rows(open_table(warehouse, "shop.log")), key=lambda r: r["id"])
+        assert (
+            defs.resolve_job_def("compact_shop_log").execute_in_process(instance=instance).success
+        )
+        log = open_table(warehouse, "shop.log")
+        assert [len(b.levels.all_files()) for b in read_levels(log).buckets] == [1]
+        assert sorted(read_rows(log), key=lambda r: r["id"]) == log_rows
     table = open_table(warehouse, "shop.orders")
     first_day = [b for b in read_levels(table).buckets if b.partition.spec["dt"] == "2024-01-01"]
     assert all(b.levels.number_of_sorted_runs() <= 5 for b in first_day)
     got = {(r["dt"], r["id"]): r for r in read_rows(table)}
     assert got == model
+
+
+def test_kinds_restrict_adoption_to_primary_key_tables(tmp_path, warehouse, monkeypatch):
+    build_warehouse(warehouse)
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
+    root = tmp_path / "pk_only"
+    make_project(
+        root,
+        ATTRIBUTES.replace('exclude: ["*.tmp_*"]', 'exclude: ["*.tmp_*"]\n  kinds: [primary-key]'),
+    )
+    refresh_state(root)
+    keys = {k.to_user_string() for k in load(root).resolve_asset_graph().get_all_asset_keys()}
+    assert "shop/log" not in keys and "shop/orders" in keys
+    typo = tmp_path / "typo_kind"
+    make_project(
+        typo, ATTRIBUTES.replace('exclude: ["*.tmp_*"]', 'exclude: ["*.tmp_*"]\n  kinds: [log]')
+    )
+    assert "kinds" in failure(typo)
 
 
 def failure(root: Path) -> str:
@@ -219,8 +253,8 @@ def test_bad_configuration_is_a_specific_error(tmp_path, warehouse, monkeypatch)
     nothing = tmp_path / "nothing"
     make_project(nothing, ATTRIBUTES.replace('["shop.*", "sales.*"]', '["crm.*"]'))
     message = failure(nothing)
-    assert "TableNotFoundError: no primary-key table" in message
-    assert "include ['crm.*'] exclude ['*.tmp_*']" in message and "allow_empty" in message
+    assert "TableNotFoundError: no table" in message
+    assert "include ['crm.*'] exclude ['*.tmp_*'] kinds" in message and "allow_empty" in message
     gone = tmp_path / "gone"
     monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", str(tmp_path / "missing"))
     make_project(gone, ATTRIBUTES)
