@@ -8,6 +8,7 @@ rows keep the order of its files by sequence number.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pypaimon
 import pytest
 from pypaimon_rust.datafusion import SQLContext
 
+from dagster_paimon.cli import main
 from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
 from dagster_paimon.io.read import read_file
 from dagster_paimon.lsm.compaction.append_plan import (
@@ -26,6 +28,7 @@ from dagster_paimon.lsm.compaction.append_plan import (
 from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.table import TableRef, open_table
 from tests.conftest import committed_files, data_files_on_disk, latest_id, write_with_pypaimon
 
@@ -281,3 +284,19 @@ def test_unaware_pack_drains_bins_by_size_with_open_file_cost():
     assert [[f.file_name for f in b] for b in pack_unaware(files, big)] == [
         ["b", "d", "c"],
     ]
+
+
+def test_cli_and_paimon_table_compact_append_tables(warehouse, capsys):
+    make_append_table(warehouse, bucket=-1, partitioned=True)
+    rows = write_commits(warehouse, 5)
+    code = main(["compact", "--warehouse", warehouse, "--table", REF, "--dry-run", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["dry_run"] and len(out["units"]) == 2
+    code = main(["compact", "--warehouse", warehouse, "--table", REF, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["rewritten_files"] == 10 and out["files_written"] == 2
+    rows += write_commits(warehouse, 5, start=5)
+    result = PaimonTable.open(warehouse, REF).compact(partition={"dt": "d2"})
+    assert result.metrics()["rewritten_files"] == 6
+    assert file_counts(warehouse) == {((("dt", "d1"),), 0): 6, ((("dt", "d2"),), 0): 1}
+    assert multiset(pypaimon_rows(warehouse)) == multiset(rows)
