@@ -411,8 +411,9 @@ def compact(
     spark_master: str,
     spark_remote: str | None,
 ) -> tuple[dict, str]:
-    """Plan Paimon's universal compaction (or a full one) of every bucket and, unless
-    --dry-run, run it and commit one COMPACT snapshot."""
+    """Plan Paimon's universal compaction (or a full one) of every bucket (append tables:
+    small-file compaction per bucket or per partition) and, unless --dry-run, run it and
+    commit one COMPACT snapshot."""
     from dagster_paimon.lsm.compaction import compact_open_table
 
     def run(table: FileStoreTable, ref: TableRef, tasks: TaskExecutor | None) -> Any:

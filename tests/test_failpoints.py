@@ -19,6 +19,7 @@ import shutil
 import signal
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -626,3 +627,43 @@ def test_rescale_crash(failpoint, template, zygote, tmp_path):
     assert day1_bucket_counts(warehouse) == {4}
     assert_orphans_removed(zygote, warehouse)
     check_committed(warehouse, template, "rescale")
+
+
+APPEND_IDENTIFIER = {"identifier": "db.t"}
+
+
+@pytest.fixture(scope="module")
+def append_template(tmp_path_factory) -> tuple[Path, Counter]:
+    """A bucketed, partitioned append table of six pypaimon commits; its rows."""
+    from tests.lsm.compaction.test_append import make_append_table, multiset, write_commits
+
+    warehouse = tmp_path_factory.mktemp("append") / "warehouse"
+    warehouse.mkdir()
+    make_append_table(str(warehouse), bucket=2, partitioned=True)
+    return warehouse, multiset(write_commits(str(warehouse), 6))
+
+
+@pytest.mark.parametrize("failpoint", (fp.DATA_FILE_WRITTEN, *COMMIT_STEPS, fp.AFTER_SNAPSHOT))
+def test_append_compaction_crash(failpoint, append_template, zygote, tmp_path):
+    """An append compaction killed at each step reads as before; a rerun (or the landed
+    snapshot) compacts, and orphan removal leaves only referenced files."""
+    from tests.lsm.compaction.test_append import multiset, pypaimon_rows
+
+    template, rows = append_template
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template, warehouse)
+    before = snapshot_ids(open_table(str(warehouse), "db.t"))
+    crashed = zygote.run("compact", str(warehouse), APPEND_IDENTIFIER, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+
+    landed = failpoint == fp.AFTER_SNAPSHOT
+    assert (snapshot_ids(open_table(str(warehouse), "db.t")) != before) == landed
+    assert multiset(pypaimon_rows(str(warehouse))) == rows
+
+    rerun = zygote.run("compact", str(warehouse), APPEND_IDENTIFIER)
+    assert rerun.returncode == 0, rerun.describe()
+    assert (rerun.result["snapshot_id"] is None) == landed  # landed: nothing left to do
+    assert multiset(pypaimon_rows(str(warehouse))) == rows
+    cleaned = zygote.run("remove-orphans", str(warehouse), APPEND_IDENTIFIER)
+    assert cleaned.returncode == 0, cleaned.describe()
+    assert unreferenced_files(open_table(str(warehouse), "db.t")) == set()

@@ -12,7 +12,7 @@ from dagster import (
 
 from dagster_paimon.dagster.metadata import health_metadata
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.compaction.append_plan import plan_append_tasks
+from dagster_paimon.lsm.compaction import plan_append_tasks
 from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 

@@ -33,7 +33,7 @@ from dagster_paimon.errors import (
     TransientStoreError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.lsm.compaction.append_plan import plan_append_tasks
+from dagster_paimon.lsm.compaction import plan_append_tasks
 from dagster_paimon.lsm.model.health import BucketHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.lsm.model.watch import LevelsWatch

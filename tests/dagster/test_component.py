@@ -21,11 +21,10 @@ from pathlib import Path
 import dagster as dg
 import pyarrow as pa
 import pytest
-from pypaimon import Schema
 
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.maintenance.tags import create_tag
-from dagster_paimon.table import TableSpec, create_table, open_catalog, open_table
+from dagster_paimon.table import TableSpec, create_table, open_table
 from resources.refresh_state import refresh_state
 from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon
 from tests.lsm.kvmodel import read_rows

@@ -4,6 +4,7 @@ What adapters (CLI, Dagster, Spark) and PaimonTable use is exported here; the en
 never imports it.
 """
 
+from dagster_paimon.lsm.compaction.append_plan import AppendTask, plan_append_tasks
 from dagster_paimon.lsm.compaction.compact import (
     CompactionPlan,
     CompactionResult,
@@ -31,6 +32,7 @@ from dagster_paimon.lsm.compaction.task import CompactResult
 
 __all__ = [
     "COMPACTION",
+    "AppendTask",
     "CompactResult",
     "CompactionPlan",
     "CompactionResult",
@@ -44,6 +46,7 @@ __all__ = [
     "compact_table",
     "execute_compaction",
     "execute_rescale",
+    "plan_append_tasks",
     "plan_compaction",
     "plan_rescale",
     "rescale_open_table",

@@ -8,6 +8,7 @@ rows keep the order of its files by sequence number.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pypaimon
 import pytest
 from pypaimon_rust.datafusion import SQLContext
 
+from dagster_paimon.cli import main
 from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
 from dagster_paimon.io.read import read_file
 from dagster_paimon.lsm.compaction.append_plan import (
@@ -26,6 +28,7 @@ from dagster_paimon.lsm.compaction.append_plan import (
 from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.table import TableRef, open_table
 from tests.conftest import committed_files, data_files_on_disk, latest_id, write_with_pypaimon
 
@@ -122,15 +125,16 @@ def file_counts(warehouse: str) -> dict[tuple, int]:
     }
 
 
-def assert_every_reader_reads(warehouse: str, expected: Counter, paimon_java) -> None:
-    """pypaimon, pypaimon-rust and Paimon's Java reader read exactly `expected`."""
+def assert_every_reader_reads(warehouse: str, expected: Counter, *javas) -> None:
+    """pypaimon, pypaimon-rust and Paimon's Java readers (0.9, 1.0) read exactly `expected`."""
     assert multiset(pypaimon_rows(warehouse)) == expected
     ctx = SQLContext()
     ctx.register_catalog("paimon", {"warehouse": warehouse})
     rust = [r for b in ctx.sql("SELECT * FROM paimon.db.t") for r in b.to_pylist()]
     assert multiset(rust) == expected
-    java = [dict(zip(SCHEMA.names, r, strict=True)) for r in paimon_java.read(warehouse, "db", "t")]
-    assert multiset(java) == expected
+    for paimon_java in javas:
+        read = paimon_java.read(warehouse, "db", "t")
+        assert multiset(dict(zip(SCHEMA.names, r, strict=True)) for r in read) == expected
 
 
 LAYOUTS = [
@@ -184,7 +188,9 @@ def test_new_files_are_compact_files_numbered_from_the_first(warehouse):
     assert new.value_stats.min_values.get_field(1) == 0  # id's minimum
 
 
-def test_full_compaction_of_a_bucket_rewrites_every_small_file(warehouse, paimon_java):
+def test_full_compaction_of_a_bucket_rewrites_every_small_file(
+    warehouse, paimon_java, paimon_java_1_0
+):
     make_append_table(warehouse, bucket=2, partitioned=True)
     rows = write_commits(warehouse, 4)
     before = bucket_order(warehouse)
@@ -193,7 +199,7 @@ def test_full_compaction_of_a_bucket_rewrites_every_small_file(warehouse, paimon
     assert result.snapshot_id is not None
     assert set(file_counts(warehouse).values()) == {1}  # every bucket had 3 files or more
     assert bucket_order(warehouse) == before  # one file per bucket now
-    assert_every_reader_reads(warehouse, multiset(rows), paimon_java)
+    assert_every_reader_reads(warehouse, multiset(rows), paimon_java, paimon_java_1_0)
 
 
 def test_below_min_file_num_nothing_is_done(warehouse):
@@ -281,3 +287,19 @@ def test_unaware_pack_drains_bins_by_size_with_open_file_cost():
     assert [[f.file_name for f in b] for b in pack_unaware(files, big)] == [
         ["b", "d", "c"],
     ]
+
+
+def test_cli_and_paimon_table_compact_append_tables(warehouse, capsys):
+    make_append_table(warehouse, bucket=-1, partitioned=True)
+    rows = write_commits(warehouse, 5)
+    code = main(["compact", "--warehouse", warehouse, "--table", REF, "--dry-run", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["dry_run"] and len(out["units"]) == 2
+    code = main(["compact", "--warehouse", warehouse, "--table", REF, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["rewritten_files"] == 10 and out["files_written"] == 2
+    rows += write_commits(warehouse, 5, start=5)
+    result = PaimonTable.open(warehouse, REF).compact(partition={"dt": "d2"})
+    assert result.metrics()["rewritten_files"] == 6
+    assert file_counts(warehouse) == {((("dt", "d1"),), 0): 6, ((("dt", "d2"),), 0): 1}
+    assert multiset(pypaimon_rows(warehouse)) == multiset(rows)
