@@ -450,8 +450,9 @@ def _on_executor(
 
 @command(
     "rescale",
-    "rewrite a fixed-bucket table or partition into a new bucket count",
-    "dagster-paimon rescale --table db.orders --bucket-num 8 --partition dt=2024-01-01",
+    "rewrite a fixed-bucket table or some partitions into a new bucket count",
+    "dagster-paimon rescale --table db.orders --bucket-num 8 "
+    "--partition dt=2024-01-01 --partition dt=2024-01-02",
 )
 @click.option(
     "--bucket-num",
@@ -459,7 +460,13 @@ def _on_executor(
     required=True,
     help="the new number of buckets",
 )
-@PARTITION
+@click.option(
+    "--partition",
+    "partitions",
+    type=PartitionSpec(),
+    multiple=True,
+    help="only partitions matching this spec (repeatable: any of them); default every partition",
+)
 @click.option("--dry-run", is_flag=True, help="print the plan, write nothing")
 @click.option(
     "--executor",
@@ -472,21 +479,27 @@ def _on_executor(
 def rescale(
     shared: Shared,
     bucket_num: int,
-    partition: dict[str, str] | None,
+    partitions: tuple[dict[str, str], ...],
     dry_run: bool,
     executor: str,
     spark_master: str,
     spark_remote: str | None,
 ) -> tuple[dict, str]:
-    """Rewrite the merged rows of the table (or of the partitions matching --partition) into
-    --bucket-num buckets and commit one OVERWRITE snapshot, as Paimon's rescale procedure
+    """Rewrite the merged rows of the table (or of the partitions matching any --partition)
+    into --bucket-num buckets and commit one OVERWRITE snapshot, as Paimon's rescale procedure
     does; it fails, nothing committed, if another writer changed those partitions meanwhile.
-    The table's bucket option is not altered."""
+    A --partition matching no partition with data exits 2, nothing changed. The table's bucket
+    option is not altered."""
     from dagster_paimon.lsm.compaction import rescale_open_table
 
     def run(table: FileStoreTable, ref: TableRef, tasks: TaskExecutor | None) -> Any:
         return rescale_open_table(
-            table, ref, bucket_num=bucket_num, partition=partition, executor=tasks, dry_run=dry_run
+            table,
+            ref,
+            bucket_num=bucket_num,
+            partitions=list(partitions) or None,
+            executor=tasks,
+            dry_run=dry_run,
         )
 
     result = _on_executor(shared, executor, dry_run, spark_master, spark_remote, run)

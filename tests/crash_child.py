@@ -186,7 +186,8 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
 
         ref = TableRef.of(warehouse, identifier)
         bucket_num, partition = int(args["bucket_num"]), args.get("partition")
-        result = rescale_open_table(table, ref, bucket_num=bucket_num, partition=partition)
+        partitions = [partition] if partition else None
+        result = rescale_open_table(table, ref, bucket_num=bucket_num, partitions=partitions)
         return {"snapshot_id": result.snapshot_id}
     if op in ("ingest", "overwrite"):
         from dagster_paimon.ingest.arrow import ingest_arrow

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def test_java_reads_a_rescaled_partition(paimon_java_1_0, warehouse, old, new):
     make(warehouse, bucket=old, partitioned=True)
     model = fill(warehouse)
-    rescale_table(TableRef(warehouse, "db.t"), bucket_num=new, partition={"dt": DAYS[0]})
+    rescale_table(TableRef(warehouse, "db.t"), bucket_num=new, partitions=[{"dt": DAYS[0]}])
     expected = sorted([r["dt"], r["id"], r["v"]] for r in model.rows.values())
     assert sorted(paimon_java_1_0.read(warehouse, "db", "t")) == expected
 
