@@ -130,21 +130,20 @@ def test_one_partition(warehouse, old, new):
 THREE_DAYS = (*DAYS, "2024-01-03")
 
 
+def three_days(ids, tag: str) -> pa.Table:
+    """Rows spread over three partitions."""
+    ids = list(ids)
+    return pa.table(
+        {"dt": [THREE_DAYS[i % 3] for i in ids], "id": ids, "v": [f"{tag}{i}" for i in ids]},
+        schema=ORDERS_SCHEMA,
+    )
+
+
 def fill_three_days(warehouse: str) -> Model:
     """Two overlapping commits over three partitions."""
     model = Model(warehouse)
-    for ids, tag in ((range(0, 45), "a"), (range(20, 60), "b")):
-        ids = list(ids)
-        model.write(
-            pa.table(
-                {
-                    "dt": [THREE_DAYS[i % 3] for i in ids],
-                    "id": ids,
-                    "v": [f"{tag}{i}" for i in ids],
-                },
-                schema=ORDERS_SCHEMA,
-            )
-        )
+    model.write(three_days(range(0, 45), "a"))
+    model.write(three_days(range(20, 60), "b"))
     return model
 
 
