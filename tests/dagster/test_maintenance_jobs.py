@@ -218,3 +218,17 @@ def test_rescale_job(warehouse):
     latest = fresh.snapshot_manager().get_latest_snapshot()
     assert {e.total_buckets for e in live_entries(fresh, latest)} == {4}
     assert state(table)[2] == before[2], "the rows are unchanged"
+
+
+def test_rescale_job_on_spark(spark, warehouse):
+    """executor: spark rewrites on the job's PySpark resource (the suite's session)."""
+    resource = PaimonWarehouse(uri=warehouse)
+    table = history(resource)
+    before = state(table)
+    defs = with_warehouse(build_maintenance_definitions(SPEC), resource)
+    result = run(defs, "rescale", {"bucket_num": 3, "executor": "spark"})
+    assert result.success
+    fresh = table.copy({})
+    latest = fresh.snapshot_manager().get_latest_snapshot()
+    assert {e.total_buckets for e in live_entries(fresh, latest)} == {3}
+    assert state(table)[2] == before[2]
