@@ -215,6 +215,13 @@ def test_cli_and_paimon_table(capsys, warehouse):
     assert out["skipped"]["consumer_expiry"] == "consumer.expiration-time is not set"
     assert main(["maintain", *args]) == 0
     assert "snapshot_expiry:" in capsys.readouterr().out
+    option = ["--option", "consumer.expiration-time=1 d"]
+    assert main(["maintain", *args, *option, "--dry-run", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["consumer_expiry"]["expiration_ms"] == 86_400_000
+    assert main(["maintain", *args, "--option", "consumer.expiraton-time=1 d"]) == 2
+    assert "'consumer.expiraton-time'" in capsys.readouterr().err
+    assert main(["maintain", *args, "--option", "consumer.expiration-time"]) == 2
     result = PaimonTable.open(warehouse, "db.cdc").maintain(dry_run=True)
     assert result.steps_run == 2
     options = {"consumer.expiration-time": "1 d"}
