@@ -125,6 +125,25 @@ class PartitionSpec(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+class OptionPair(click.ParamType):
+    """`KEY=VALUE`: one table option (the value may hold '=')."""
+
+    name = "option"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        """KEY=VALUE in usage lines."""
+        return "KEY=VALUE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """A (key, value) pair, or a usage error naming the flag."""
+        if isinstance(value, tuple):
+            return value
+        key, sep, text = str(value).partition("=")
+        if not sep or not key.strip():
+            self.fail(f"{value!r} is not KEY=VALUE", param, ctx)
+        return key.strip(), text.strip()
+
+
 class Identifier(click.ParamType):
     """`DB.TABLE`, checked for shape only (whether it exists is the warehouse's to say)."""
 
@@ -832,18 +851,29 @@ def auto_tag(shared: Shared, dry_run: bool) -> tuple[dict, str]:
 @command(
     "maintain",
     "one maintenance pass: tags, partitions, consumers, snapshots",
-    "dagster-paimon maintain --table db.orders --dry-run",
+    "dagster-paimon maintain --table db.orders --option partition.expiration-time=90d --dry-run",
+)
+@click.option(
+    "--option",
+    "options",
+    type=OptionPair(),
+    multiple=True,
+    help="a table option this pass reads instead of the table's (repeatable; the table is "
+    "not changed)",
 )
 @click.option("--dry-run", is_flag=True, help="report each step, change nothing")
-def maintain(shared: Shared, dry_run: bool) -> tuple[dict, str]:
+def maintain(
+    shared: Shared, options: tuple[tuple[str, str], ...], dry_run: bool
+) -> tuple[dict, str]:
     """Run what Paimon's writers maintain after a commit, in their order: automatic tag
     creation, tag expiry, partition expiry, consumer expiry, snapshot expiry. A step the
-    table's options do not ask for (no tag.automatic-creation, partition.expiration-time,
+    options do not ask for (no tag.automatic-creation, partition.expiration-time,
     consumer.expiration-time) is skipped; a failing step stops the pass, earlier steps'
-    changes stay."""
+    changes stay. --option overrides one of the options the steps read for this pass only;
+    an unknown or malformed one exits 2 before any step."""
     from dagster_paimon.maintenance.maintain import maintain
 
-    result = maintain(table_of(shared), dry_run=dry_run)
+    result = maintain(table_of(shared), options=dict(options), dry_run=dry_run)
     return result.to_dict(), result.summary()
 
 

@@ -382,12 +382,16 @@ class PaimonTable:
         other tag.* options), delete auto tags beyond tag.num-retained-max, expire by time."""
         return create_automatic_tags(self.paimon, dry_run=dry_run)
 
-    def maintain(self, *, dry_run: bool = False) -> MaintenanceResult:
+    def maintain(
+        self, *, options: Mapping[str, str] | None = None, dry_run: bool = False
+    ) -> MaintenanceResult:
         """One maintenance pass in Java's order: automatic tags, tag expiry, partition expiry,
-        consumer expiry, snapshot expiry; each step the table's options do not ask for is
-        skipped (`skipped` says why). A failing step stops the pass with MaintenanceStepError
-        naming it; what earlier steps committed stays."""
-        return maintain(self.paimon, dry_run=dry_run)
+        consumer expiry, snapshot expiry; each step the options do not ask for is skipped
+        (`skipped` says why). `options` override the table's for this pass only (the keys its
+        steps read; the schema is not changed): an unknown or malformed one raises
+        InvalidOptionError before any step. A failing step stops the pass with
+        MaintenanceStepError naming it; what earlier steps committed stays."""
+        return maintain(self.paimon, options=options, dry_run=dry_run)
 
     def doctor(self, *, repair: bool = False) -> DoctorResult:
         """Check every snapshot and tag can be read; with repair, roll back an unreadable

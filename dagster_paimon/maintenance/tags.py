@@ -39,6 +39,7 @@ from dagster_paimon.errors import (
     TagNotFoundError,
     transient_errors,
 )
+from dagster_paimon.failpoints import TAG_WRITTEN, failpoint
 from dagster_paimon.maintenance.deletion import lists_named, metadata_to_delete
 from dagster_paimon.maintenance.expire import _paths, _unused, _used_by_latest
 from dagster_paimon.maintenance.references import CHANGELOG, Referrer, referrers
@@ -384,6 +385,7 @@ def _write_tag(
         if auto:
             raise TagExistsError(f"snapshot {snapshot_id} is already auto-tagged with {auto}")
     meta.file_io.overwrite_file_utf8(_tag_path(meta, name), _tag_text(text, retained, now))
+    failpoint(TAG_WRITTEN)
 
 
 def _now(now: datetime | None) -> datetime:
@@ -789,9 +791,9 @@ def _create_batch(
     limit = options.num_retained_max
     if limit is None:
         return
-    remaining = [t for t in _read_tags(meta) if t.name not in deleter.deleted]
-    if deleter.dry_run and all(t.name != name for t in remaining):
-        remaining.append(replace_info(name, snapshot_id, snapshot.time_millis))
+    # the tag just written counts, even when it replaced one of its name (Java's tagCount)
+    remaining = [t for t in _read_tags(meta) if t.name not in deleter.deleted and t.name != name]
+    remaining.append(replace_info(name, snapshot_id, snapshot.time_millis))
     remaining.sort(key=lambda t: t.snapshot_id)  # Java orders a snapshot's tags by file age
     for tag in remaining[: max(len(remaining) - limit, 0)]:
         deleter.delete(tag)
