@@ -107,11 +107,13 @@ class RollbackConfig(Config):
 
 
 class RescaleConfig(Config):
-    """Rewrite the table (or one partition) into a new number of buckets."""
+    """Rewrite the table (or some partitions) into a new number of buckets, in one snapshot."""
 
     bucket_num: int = Field(description="The new number of buckets (>= 1).")
-    partition: dict[str, str] | None = Field(
-        default=None, description="Only this Paimon partition (K: V); the whole table if unset."
+    partitions: list[dict[str, str]] | None = Field(
+        default=None,
+        description="Only the Paimon partitions matching any of these specs (K: V over some or "
+        "all partition keys); the whole table if unset.",
     )
     executor: Literal["local", "spark"] = Field(
         default="local", description="Rewrite in this process or on the Spark resource."
@@ -240,7 +242,7 @@ def build_maintenance_definitions(
             table,
             spec.warehouse(resources).table_ref(spec.identifier),
             bucket_num=config.bucket_num,
-            partition=config.partition,
+            partitions=config.partitions,
             executor=executor,
             dry_run=config.dry_run,
         )

@@ -23,6 +23,7 @@ from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timede
 from dagster_paimon.snapshot.metadata import CONSUMER_PREFIX, Consumer, TableMetadata
 from dagster_paimon.snapshot.resolve import resolve_snapshot
 from dagster_paimon.storage.files import TableFiles, delete_logged
+from dagster_paimon.storage.snapshots import replace_file
 from dagster_paimon.storage.warehouse import table_files
 
 EXPIRE = "expire"
@@ -308,7 +309,7 @@ def reset_consumer(
     resolve_snapshot(table, next_snapshot)
     path = f"{meta.main.dir('consumer')}/{CONSUMER_PREFIX}{consumer_id}"
     # Java's pretty-printed Consumer JSON
-    meta.file_io.overwrite_file_utf8(path, f'{{\n  "nextSnapshot" : {next_snapshot}\n}}')
+    replace_file(meta.file_io, path, f'{{\n  "nextSnapshot" : {next_snapshot}\n}}')
     failpoint(CONSUMER_RESET)
     return ConsumerResetResult(
         table=_name(table),

@@ -47,6 +47,7 @@ from dagster_paimon.options import at_least, boolean, choice, duration_ms, read_
 from dagster_paimon.results import DETAIL, METRIC, Reported, timedelta_ms
 from dagster_paimon.snapshot.metadata import SNAPSHOT_PREFIX, TAG_PREFIX, TableMetadata
 from dagster_paimon.storage.files import delete_logged
+from dagster_paimon.storage.snapshots import replace_file
 from dagster_paimon.storage.warehouse import table_files
 
 log = logging.getLogger(__name__)
@@ -384,7 +385,7 @@ def _write_tag(
         ]
         if auto:
             raise TagExistsError(f"snapshot {snapshot_id} is already auto-tagged with {auto}")
-    meta.file_io.overwrite_file_utf8(_tag_path(meta, name), _tag_text(text, retained, now))
+    replace_file(meta.file_io, _tag_path(meta, name), _tag_text(text, retained, now))
     failpoint(TAG_WRITTEN)
 
 

@@ -204,7 +204,8 @@ def test_rescale_job(warehouse):
     before = state(table)
     for bad, message in [
         ({"bucket_num": 0}, "InvalidArgumentError: bucket_num must be an integer >= 1, got 0"),
-        ({"bucket_num": 4, "partition": {"dt": "x"}}, "InvalidArgumentError: "),
+        ({"bucket_num": 4, "partitions": [{"dt": "x"}]}, "InvalidArgumentError: ['dt'] are not"),
+        ({"bucket_num": 4, "partitions": []}, "InvalidArgumentError: partitions is empty"),
     ]:
         result = run(defs, "rescale", bad)
         assert not result.success and failure(result).startswith(
