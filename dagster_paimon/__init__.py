@@ -17,6 +17,7 @@ _ERRORS = (
     "InvalidTableSpecError",
     "InvalidOptionError",
     "SnapshotNotFoundError",
+    "PartitionNotFoundError",
     "TagNotFoundError",
     "TagExistsError",
     "ConsumerNotFoundError",

@@ -125,6 +125,25 @@ class PartitionSpec(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+class OptionPair(click.ParamType):
+    """`KEY=VALUE`: one table option (the value may hold '=')."""
+
+    name = "option"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        """KEY=VALUE in usage lines."""
+        return "KEY=VALUE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """A (key, value) pair, or a usage error naming the flag."""
+        if isinstance(value, tuple):
+            return value
+        key, sep, text = str(value).partition("=")
+        if not sep or not key.strip():
+            self.fail(f"{value!r} is not KEY=VALUE", param, ctx)
+        return key.strip(), text.strip()
+
+
 class Identifier(click.ParamType):
     """`DB.TABLE`, checked for shape only (whether it exists is the warehouse's to say)."""
 
@@ -454,8 +473,9 @@ def _on_executor(
 
 @command(
     "rescale",
-    "rewrite a fixed-bucket table or partition into a new bucket count",
-    "dagster-paimon rescale --table db.orders --bucket-num 8 --partition dt=2024-01-01",
+    "rewrite a fixed-bucket table or some partitions into a new bucket count",
+    "dagster-paimon rescale --table db.orders --bucket-num 8 "
+    "--partition dt=2024-01-01 --partition dt=2024-01-02",
 )
 @click.option(
     "--bucket-num",
@@ -463,7 +483,13 @@ def _on_executor(
     required=True,
     help="the new number of buckets",
 )
-@PARTITION
+@click.option(
+    "--partition",
+    "partitions",
+    type=PartitionSpec(),
+    multiple=True,
+    help="only partitions matching this spec (repeatable: any of them); default every partition",
+)
 @click.option("--dry-run", is_flag=True, help="print the plan, write nothing")
 @click.option(
     "--executor",
@@ -476,21 +502,27 @@ def _on_executor(
 def rescale(
     shared: Shared,
     bucket_num: int,
-    partition: dict[str, str] | None,
+    partitions: tuple[dict[str, str], ...],
     dry_run: bool,
     executor: str,
     spark_master: str,
     spark_remote: str | None,
 ) -> tuple[dict, str]:
-    """Rewrite the merged rows of the table (or of the partitions matching --partition) into
-    --bucket-num buckets and commit one OVERWRITE snapshot, as Paimon's rescale procedure
+    """Rewrite the merged rows of the table (or of the partitions matching any --partition)
+    into --bucket-num buckets and commit one OVERWRITE snapshot, as Paimon's rescale procedure
     does; it fails, nothing committed, if another writer changed those partitions meanwhile.
-    The table's bucket option is not altered."""
+    A --partition matching no partition with data exits 2, nothing changed. The table's bucket
+    option is not altered."""
     from dagster_paimon.lsm.compaction import rescale_open_table
 
     def run(table: FileStoreTable, ref: TableRef, tasks: TaskExecutor | None) -> Any:
         return rescale_open_table(
-            table, ref, bucket_num=bucket_num, partition=partition, executor=tasks, dry_run=dry_run
+            table,
+            ref,
+            bucket_num=bucket_num,
+            partitions=list(partitions) or None,
+            executor=tasks,
+            dry_run=dry_run,
         )
 
     result = _on_executor(shared, executor, dry_run, spark_master, spark_remote, run)
@@ -823,18 +855,29 @@ def auto_tag(shared: Shared, dry_run: bool) -> tuple[dict, str]:
 @command(
     "maintain",
     "one maintenance pass: tags, partitions, consumers, snapshots",
-    "dagster-paimon maintain --table db.orders --dry-run",
+    "dagster-paimon maintain --table db.orders --option partition.expiration-time=90d --dry-run",
+)
+@click.option(
+    "--option",
+    "options",
+    type=OptionPair(),
+    multiple=True,
+    help="a table option this pass reads instead of the table's (repeatable; the table is "
+    "not changed)",
 )
 @click.option("--dry-run", is_flag=True, help="report each step, change nothing")
-def maintain(shared: Shared, dry_run: bool) -> tuple[dict, str]:
+def maintain(
+    shared: Shared, options: tuple[tuple[str, str], ...], dry_run: bool
+) -> tuple[dict, str]:
     """Run what Paimon's writers maintain after a commit, in their order: automatic tag
     creation, tag expiry, partition expiry, consumer expiry, snapshot expiry. A step the
-    table's options do not ask for (no tag.automatic-creation, partition.expiration-time,
+    options do not ask for (no tag.automatic-creation, partition.expiration-time,
     consumer.expiration-time) is skipped; a failing step stops the pass, earlier steps'
-    changes stay."""
+    changes stay. --option overrides one of the options the steps read for this pass only;
+    an unknown or malformed one exits 2 before any step."""
     from dagster_paimon.maintenance.maintain import maintain
 
-    result = maintain(table_of(shared), dry_run=dry_run)
+    result = maintain(table_of(shared), options=dict(options), dry_run=dry_run)
     return result.to_dict(), result.summary()
 
 

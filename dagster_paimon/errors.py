@@ -47,6 +47,10 @@ class SnapshotNotFoundError(InputError):
     """A requested snapshot id does not exist (never written, or expired)."""
 
 
+class PartitionNotFoundError(InputError):
+    """A partition spec matches no partition holding data."""
+
+
 class TagNotFoundError(InputError):
     """A named tag does not exist."""
 

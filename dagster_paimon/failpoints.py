@@ -29,6 +29,9 @@ METADATA_EXPIRED = "metadata-expired"
 RECORDS_EXPIRED = "records-expired"
 ROLLBACK_LATEST_MOVED = "rollback-latest-moved"
 ROLLBACK_RECORDS_REMOVED = "rollback-records-removed"
+TAG_WRITTEN = "tag-written"
+CONSUMERS_REMOVED = "consumers-removed"
+CONSUMER_RESET = "consumer-reset"
 
 ALL = (
     DATA_FILE_WRITTEN,
@@ -44,6 +47,9 @@ ALL = (
     RECORDS_EXPIRED,
     ROLLBACK_LATEST_MOVED,
     ROLLBACK_RECORDS_REMOVED,
+    TAG_WRITTEN,
+    CONSUMERS_REMOVED,
+    CONSUMER_RESET,
 )
 
 _hits: Counter[str] = Counter()

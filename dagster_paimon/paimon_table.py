@@ -8,7 +8,7 @@ snapshots and schema changes other writers committed since it was opened.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -226,27 +226,28 @@ class PaimonTable:
         self,
         *,
         bucket_num: int,
-        partition: Mapping[str, str] | None = None,
+        partitions: Sequence[Mapping[str, str]] | None = None,
         executor: Executor = "local",
         dry_run: bool = False,
     ) -> RescaleResult:
-        """Rewrite the table's (or the matching partitions') merged rows into `bucket_num`
-        buckets, in one OVERWRITE snapshot, as Paimon's `rescale` procedure does.
+        """Rewrite the table's (or the partitions matching any of `partitions`) merged rows into
+        `bucket_num` buckets, in one OVERWRITE snapshot, as Paimon's `rescale` procedure does.
 
-        The files record the new count (`_TOTAL_BUCKETS`); the table's `bucket` option is not
-        changed (alter it when the whole table is rescaled, before writers that take the
-        count from it, such as pypaimon, write again). The commit fails with
-        CommitConflictError, nothing committed, if another writer changed those partitions
+        Each spec is {column: value} over some or all partition keys (`[{"dt": "2024-01-01"}]`
+        rescales one day). The files record the new count (`_TOTAL_BUCKETS`); the table's
+        `bucket` option is not changed (alter it when the whole table is rescaled, before
+        writers that take the count from it, such as pypaimon, write again). The commit fails
+        with CommitConflictError, nothing committed, if another writer changed those partitions
         after the snapshot the rescale read. Raises InvalidArgumentError (bucket_num < 1, an
-        unknown executor or partition key), UnsupportedLayoutError (dynamic- or
+        unknown executor, malformed specs or an unknown partition key), PartitionNotFoundError
+        (a spec matching no partition holding data), UnsupportedLayoutError (dynamic- or
         postpone-bucket tables, a table mode we do not compact).
         """
-        table = self.paimon
         return rescale_open_table(
-            table,
+            self.paimon,
             self._ref,
             bucket_num=bucket_num,
-            partition=_partition(table, partition),
+            partitions=partitions,
             executor=_executor(executor),
             dry_run=dry_run,
         )
@@ -383,12 +384,16 @@ class PaimonTable:
         other tag.* options), delete auto tags beyond tag.num-retained-max, expire by time."""
         return create_automatic_tags(self.paimon, dry_run=dry_run)
 
-    def maintain(self, *, dry_run: bool = False) -> MaintenanceResult:
+    def maintain(
+        self, *, options: Mapping[str, str] | None = None, dry_run: bool = False
+    ) -> MaintenanceResult:
         """One maintenance pass in Java's order: automatic tags, tag expiry, partition expiry,
-        consumer expiry, snapshot expiry; each step the table's options do not ask for is
-        skipped (`skipped` says why). A failing step stops the pass with MaintenanceStepError
-        naming it; what earlier steps committed stays."""
-        return maintain(self.paimon, dry_run=dry_run)
+        consumer expiry, snapshot expiry; each step the options do not ask for is skipped
+        (`skipped` says why). `options` override the table's for this pass only (the keys its
+        steps read; the schema is not changed): an unknown or malformed one raises
+        InvalidOptionError before any step. A failing step stops the pass with
+        MaintenanceStepError naming it; what earlier steps committed stays."""
+        return maintain(self.paimon, options=options, dry_run=dry_run)
 
     def doctor(self, *, repair: bool = False) -> DoctorResult:
         """Check every snapshot and tag can be read; with repair, roll back an unreadable

@@ -3,7 +3,9 @@
     python -m tests.crash_child <op> <warehouse> <json args>
 
 ops: compact, ingest, overwrite, expire, compact-manifests, expire-partitions, remove-orphans,
-delete-tag, rollback, rescale, `writer` (a pypaimon upsert loop printing one JSON line per
+delete-tag, create-tag, auto-tags (with `options` laid over the table's), maintain (the pass,
+with `options` overrides), expire-consumers, clear-consumers, reset-consumer, rollback,
+rescale, `writer` (a pypaimon upsert loop printing one JSON line per
 acknowledged commit, for the stress test),
 `racing-ingest` (an ingest during which pypaimon commits `rival` rows, after the ingest read its
 base snapshot and wrote its files) and `ingests` (several ingests in a row, started when the
@@ -53,6 +55,12 @@ OPS = (
     "expire-partitions",
     "remove-orphans",
     "delete-tag",
+    "create-tag",
+    "auto-tags",
+    "maintain",
+    "expire-consumers",
+    "clear-consumers",
+    "reset-consumer",
     "rollback",
     "rescale",
     "writer",
@@ -167,6 +175,23 @@ def _racing_ingest(table, args: dict) -> dict:
     return {"snapshot_id": result.snapshot_id}
 
 
+def _consumers(op: str, table, args: dict) -> dict:
+    """One consumer operation: expire by age, clear by pattern, reset one."""
+    from datetime import timedelta
+
+    from dagster_paimon.maintenance import consumers
+
+    if op == "reset-consumer":
+        reset = consumers.reset_consumer(table, args["consumer_id"], int(args["next_snapshot"]))
+        return {"next_snapshot": reset.next_snapshot}
+    if op == "expire-consumers":
+        expiration = timedelta(hours=args["expiration_hours"])
+        result = consumers.expire_consumers(table, expiration_time=expiration)
+    else:
+        result = consumers.clear_consumers(table, including=args["including"])
+    return {"removed": list(result.removed), "kept": list(result.kept)}
+
+
 def run_op(op: str, warehouse: str, args: dict) -> dict:
     """Run one operation in this process and return what it reports, JSON-ready."""
     from dagster_paimon.table import TableRef, open_table
@@ -186,7 +211,8 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
 
         ref = TableRef.of(warehouse, identifier)
         bucket_num, partition = int(args["bucket_num"]), args.get("partition")
-        result = rescale_open_table(table, ref, bucket_num=bucket_num, partition=partition)
+        partitions = [partition] if partition else None
+        result = rescale_open_table(table, ref, bucket_num=bucket_num, partitions=partitions)
         return {"snapshot_id": result.snapshot_id}
     if op in ("ingest", "overwrite"):
         from dagster_paimon.ingest.arrow import ingest_arrow
@@ -232,6 +258,22 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
 
         result = delete_tag(table, args["name"])
         return {"deleted": list(result.deleted), "data_files": result.deleted_data_files}
+    if op == "create-tag":
+        from dagster_paimon.maintenance.tags import create_tag
+
+        result = create_tag(table, args["name"], snapshot_id=args.get("snapshot_id"))
+        return {"created": list(result.created)}
+    if op == "auto-tags":
+        from dagster_paimon.maintenance.tags import create_automatic_tags
+
+        result = create_automatic_tags(table.copy_without_time_travel(args["options"]))
+        return {"created": list(result.created), "deleted": list(result.deleted)}
+    if op == "maintain":
+        from dagster_paimon.maintenance.maintain import maintain
+
+        return maintain(table, options=args["options"]).to_dict()
+    if op in ("expire-consumers", "clear-consumers", "reset-consumer"):
+        return _consumers(op, table, args)
     if op == "rollback":
         from dagster_paimon.maintenance.rollback import rollback_to
 

@@ -31,7 +31,7 @@ from dagster_paimon.lsm.compaction.compact import compact_open_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, create_table, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
-from tests.crash_child import BREAK_COMMIT_ENV, IDENTIFIER, Zygote, run_child
+from tests.crash_child import BREAK_COMMIT_ENV, FAILED_EXIT, IDENTIFIER, Zygote, run_child
 from tests.lsm.kvmodel import apply_dedup
 from tests.tablefiles import (
     check_snapshots,
@@ -46,8 +46,8 @@ from tests.tablefiles import (
 KEY = ("dt", "id")
 DAY1, DAY2 = "2024-01-01", "2024-01-02"
 WRITE_KINDS = ("APPEND", "OVERWRITE")
-# operations whose snapshot changes the rows (partition expiry drops DAY1)
-CHANGES_ROWS = ("ingest", "overwrite", "expire-partitions")
+# operations whose snapshot changes the rows (partition expiry, alone or in the pass, drops DAY1)
+CHANGES_ROWS = ("ingest", "overwrite", "expire-partitions", "maintain")
 RETAINED = 2  # expiry keeps the newest two snapshots (6 and 7) and expires 1-5
 EXPIRE_ARGS = {
     "retention": {
@@ -148,7 +148,7 @@ class Template:
         elif op == "overwrite":
             model = {k: v for k, v in model.items() if k[0] != DAY1}
             _apply(model, OVERWRITE_ROWS)
-        elif op == "expire-partitions":
+        elif op in ("expire-partitions", "maintain"):
             model = {k: v for k, v in model.items() if k[0] != DAY1}
         return model
 
@@ -667,3 +667,191 @@ def test_append_compaction_crash(failpoint, append_template, zygote, tmp_path):
     cleaned = zygote.run("remove-orphans", str(warehouse), APPEND_IDENTIFIER)
     assert cleaned.returncode == 0, cleaned.describe()
     assert unreferenced_files(open_table(str(warehouse), "db.t")) == set()
+
+
+def _tags(warehouse: Path) -> dict[str, int]:
+    """Every tag's snapshot, by name; each must read (a torn tag file fails here)."""
+    from dagster_paimon.maintenance.tags import list_tags
+
+    return {t.name: t.snapshot_id for t in list_tags(fresh_table(warehouse))}
+
+
+def check_tags(warehouse: Path, template: Template, op: str) -> dict[str, int]:
+    """Every tag reads as its snapshot did when it was committed."""
+    tags = _tags(warehouse)
+    for name, snapshot_id in tags.items():
+        expected = template.expected.get(snapshot_id, template.after(op))
+        assert not diff_rows(tag_reads(warehouse, name), expected), name
+    return tags
+
+
+def _consumers(warehouse: Path) -> dict[str, int]:
+    """Every consumer's next snapshot, by id; each file must parse."""
+    from dagster_paimon.maintenance.consumers import list_consumers
+
+    found = list_consumers(fresh_table(warehouse)).consumers
+    return {c.consumer_id: c.next_snapshot for c in found}
+
+
+def plant_consumers(warehouse: Path, ids: dict[str, int], *, old: tuple[str, ...]) -> None:
+    """Consumers reading `ids[c]` next; those in `old` last written three days ago."""
+    from tests.maintenance.oracle import set_consumer
+
+    table = fresh_table(warehouse)
+    for consumer_id, next_snapshot in ids.items():
+        set_consumer(table, consumer_id, next_snapshot)
+    stale = time.time() - 3 * 24 * 3600
+    for consumer_id in old:
+        os.utime(table_root(table) / "consumer" / f"consumer-{consumer_id}", (stale, stale))
+
+
+def maintain_options() -> dict[str, str]:
+    """Every step of the pass does something on the template: a batch tag on snapshot 7; DAY1
+    (not DAY2) older than the expiration; consumer `gone` expired; snapshots 1-6 expired."""
+    from datetime import datetime
+
+    # values-time: DAY1 expires (its midnight is before now - this), DAY2 does not
+    minutes = int((datetime.now() - datetime(2024, 1, 1, 12)).total_seconds() // 60)
+    return {
+        "tag.automatic-creation": "batch",
+        "partition.expiration-time": f"{minutes} min",
+        "consumer.expiration-time": "1 d",
+        "snapshot.num-retained.min": "2",
+        "snapshot.num-retained.max": "2",
+        "snapshot.time-retained": "1 ms",
+    }
+
+
+# the pass's steps in order, and where each failpoint kills it
+PASS_STEPS = (
+    fp.TAG_WRITTEN,  # 1. the batch tag on snapshot 7 written
+    fp.MANIFESTS_WRITTEN,  # 3. partition expiry's OVERWRITE being committed
+    fp.BEFORE_SNAPSHOT,
+    fp.AFTER_SNAPSHOT,  # its snapshot 8 landed
+    fp.FILE_DELETED,  # 4. the consumer file of `gone` deleted
+    fp.CONSUMERS_REMOVED,
+    fp.DATA_FILES_EXPIRED,  # 5. snapshot expiry, midway
+    fp.METADATA_EXPIRED,
+    fp.RECORDS_EXPIRED,
+)
+PAST_PARTITIONS = PASS_STEPS[PASS_STEPS.index(fp.AFTER_SNAPSHOT) :]
+PAST_CONSUMERS = PASS_STEPS[PASS_STEPS.index(fp.FILE_DELETED) :]
+EXPIRING = PASS_STEPS[PASS_STEPS.index(fp.DATA_FILES_EXPIRED) :]
+
+
+@pytest.mark.parametrize("failpoint", PASS_STEPS)
+def test_maintenance_pass_crash(failpoint, template, zygote, tmp_path):
+    """The pass (tag creation, partition expiry, consumer expiry, snapshot expiry) killed at a
+    step of each: the latest snapshot reads as committed, every retained snapshot and tag as
+    it did, what earlier steps did stays; a rerun finishes the pass, orphan removal the rest."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    plant_consumers(warehouse, {"gone": 3, "live": 7}, old=("gone",))
+    args = {"options": maintain_options()}
+    crashed = zygote.run("maintain", str(warehouse), args, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+
+    readable_from = template.latest_id if failpoint in EXPIRING else None
+    landed = check_committed(warehouse, template, "maintain", readable_from=readable_from)
+    assert landed == (failpoint in PAST_PARTITIONS)
+    assert list(check_tags(warehouse, template, "maintain").values()) == [template.latest_id]
+    gone = failpoint in PAST_CONSUMERS
+    assert _consumers(warehouse) == ({"live": 7} if gone else {"gone": 3, "live": 7})
+    assert snapshot_ids(fresh_table(warehouse))[-1] == template.latest_id + landed
+
+    rerun = zygote.run("maintain", str(warehouse), args)
+    assert rerun.returncode == 0, rerun.describe()
+    assert check_committed(warehouse, template, "maintain")
+    assert snapshot_ids(fresh_table(warehouse)) == [template.latest_id, template.latest_id + 1]
+    assert len(check_tags(warehouse, template, "maintain")) == 1
+    assert _consumers(warehouse) == {"live": 7}
+    assert_orphans_removed(zygote, warehouse)
+    check_committed(warehouse, template, "maintain")
+    check_tags(warehouse, template, "maintain")
+
+
+CONSUMER_CASES = [
+    ("expire-consumers", {"expiration_hours": 24}, fp.FILE_DELETED),
+    ("expire-consumers", {"expiration_hours": 24}, fp.CONSUMERS_REMOVED),
+    ("clear-consumers", {"including": "old-.*"}, fp.FILE_DELETED),
+    ("clear-consumers", {"including": "old-.*"}, fp.CONSUMERS_REMOVED),
+    ("reset-consumer", {"consumer_id": "new", "next_snapshot": 6}, fp.CONSUMER_RESET),
+]
+CONSUMERS = {"old-a": 2, "old-b": 3, "new": 5}
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "failpoint"), CONSUMER_CASES, ids=[f"{o}-{f}" for o, _, f in CONSUMER_CASES]
+)
+def test_consumer_crash(op, args, failpoint, template, zygote, tmp_path):
+    """Expiring, clearing or resetting consumers killed at its delete or write: every consumer
+    file left parses and is as before or as done, the rows are untouched; a rerun finishes."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    plant_consumers(warehouse, CONSUMERS, old=("old-a", "old-b"))
+    done = {"new": 6, **{k: v for k, v in CONSUMERS.items() if k != "new"}}
+    if op != "reset-consumer":
+        done = {"new": 5}
+    crashed = zygote.run(op, str(warehouse), args, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+
+    left = _consumers(warehouse)
+    assert left == done or (
+        failpoint == fp.FILE_DELETED and len(left) == 2 and left.items() <= CONSUMERS.items()
+    ), left
+    assert not check_committed(warehouse, template, op)
+
+    rerun = zygote.run(op, str(warehouse), args)
+    assert rerun.returncode == 0, rerun.describe()
+    assert _consumers(warehouse) == done
+    assert_orphans_removed(zygote, warehouse)
+    check_committed(warehouse, template, op)
+
+
+@pytest.mark.parametrize("failpoint", (fp.TAG_WRITTEN,))
+def test_tag_creation_crash(failpoint, template, zygote, tmp_path):
+    """create-tag killed once its tag file is written: the tag reads as its snapshot; the job
+    is done, so a rerun is refused as Java refuses an existing tag (TagExistsError)."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    args = {"name": "release", "snapshot_id": 5}
+    crashed = zygote.run("create-tag", str(warehouse), args, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+    assert check_tags(warehouse, template, "create-tag") == {"release": 5}
+    assert not check_committed(warehouse, template, "create-tag")
+
+    rerun = zygote.run("create-tag", str(warehouse), args)
+    assert rerun.returncode == FAILED_EXIT and "TagExistsError" in rerun.stderr, rerun.describe()
+    assert check_tags(warehouse, template, "create-tag") == {"release": 5}
+    assert_orphans_removed(zygote, warehouse)
+    assert not diff_rows(tag_reads(warehouse, "release"), template.expected[5])
+
+
+AUTO_TAG_OPTIONS = {"tag.automatic-creation": "batch", "tag.num-retained-max": "1"}
+
+
+@pytest.mark.parametrize("failpoint", (fp.TAG_WRITTEN, fp.FILE_DELETED))
+def test_automatic_tag_crash(failpoint, template, zygote, tmp_path):
+    """Batch auto-tagging with at most one tag: the new tag on snapshot 7 is written, then the
+    older tag `old` (snapshot 2) deleted. Killed after either, every tag left reads as its
+    snapshot; a rerun leaves the one auto tag, orphan removal nothing unreferenced."""
+    from tests.hooks import create_tag
+
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    create_tag(fresh_table(warehouse), "old", snapshot_id=2)
+    args = {"options": AUTO_TAG_OPTIONS}
+    crashed = zygote.run("auto-tags", str(warehouse), args, failpoint=failpoint)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+    tags = check_tags(warehouse, template, "auto-tags")
+    (auto,) = [name for name in tags if name != "old"]
+    assert auto.startswith("batch-write-") and tags[auto] == template.latest_id
+    assert ("old" in tags) == (failpoint == fp.TAG_WRITTEN)
+    check_committed(warehouse, template, "auto-tags")
+
+    rerun = zygote.run("auto-tags", str(warehouse), args)
+    assert rerun.returncode == 0, rerun.describe()
+    assert check_tags(warehouse, template, "auto-tags") == {auto: template.latest_id}
+    assert_orphans_removed(zygote, warehouse)
+    check_committed(warehouse, template, "auto-tags")
+    check_tags(warehouse, template, "auto-tags")

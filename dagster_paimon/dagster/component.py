@@ -7,7 +7,9 @@ warehouse. Its resources have keys of their own (`paimon_warehouse_<hash of the 
 it sits next to Python-declared tables in one code location. Each adopted table gets the same
 definitions as a Python-declared one, from the same builders: an external asset `<db>/<table>`
 (its rows are written elsewhere) with its column schema, the `<db>/<table>/compaction` asset
-and its job, the `lsm_health` check, and the maintenance jobs and schedules. Paimon partitions
+and its job, the `lsm_health` check, the maintenance jobs and schedules (the maintenance pass
+reading `maintain.options` and `maintain.tables.<db.table>.options` over the table's own), and
+the rollback and rescale jobs an operator launches. Paimon partitions
 become dynamic partitions, which the component's one sensor adds as they appear; each tick it
 also records every table's health as an observation and requests compaction of exactly the
 partitions over Paimon's triggers.
@@ -51,7 +53,7 @@ from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.sensors import build_warehouse_sensor
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.discovery import DiscoveredTable, Discovery, discover_tables
-from dagster_paimon.errors import TableNotFoundError
+from dagster_paimon.errors import InvalidArgumentError, TableNotFoundError
 from dagster_paimon.partition import parse_partition_spec
 
 DEFAULTS = MaintenanceCrons()
@@ -245,6 +247,48 @@ class ScheduleArgs(dg.Resolvable, dg.Model):
     ] = "STOPPED"
 
 
+class MaintainTableArgs(dg.Resolvable, dg.Model):
+    """One table's settings of its maintenance pass."""
+
+    options: Annotated[
+        dict[str, str],
+        described(
+            "Options this table's maintenance pass reads instead of the table's own (and of "
+            "maintain.options), for every run; the table's schema is not changed.",
+            {"partition.expiration-time": "30 d", "tag.num-retained-max": "14"},
+        ),
+    ] = Field(default_factory=dict)
+
+
+class MaintainArgs(ScheduleArgs):
+    """The maintenance pass: its schedule, and options overriding the tables' for its runs."""
+
+    options: Annotated[
+        dict[str, str],
+        described(
+            "Options every adopted table's maintenance pass reads instead of the table's own "
+            "(never written to the table): the tag.*, partition.*, consumer.*, snapshot.* and "
+            "changelog.* retention options its steps read. An unknown key or a malformed "
+            "value fails the load, naming the table and the option.",
+            {"partition.expiration-time": "90 d", "tag.automatic-creation": "process-time"},
+            {"snapshot.num-retained.max": "100", "consumer.expiration-time": "7 d"},
+        ),
+    ] = Field(default_factory=dict)
+    tables: Annotated[
+        dict[str, MaintainTableArgs],
+        described(
+            "Per adopted table (`db.table`), options that beat maintain.options and the "
+            "table's own; naming a table the component does not adopt fails the load.",
+            {"sales.orders": {"options": {"partition.expiration-time": "365 d"}}},
+        ),
+    ] = Field(default_factory=dict)
+
+    def overrides(self, identifier: str) -> dict[str, str]:
+        """The options one table's pass reads instead of its own."""
+        table = self.tables.get(identifier)
+        return {**self.options, **(table.options if table else {})}
+
+
 class StateArgs(DefsStateConfigArgs):
     """Where the list of adopted tables is kept (Dagster's state-backed component settings)."""
 
@@ -367,13 +411,18 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
         ),
     ] = Field(default_factory=ScheduleArgs)
     maintain: Annotated[
-        ScheduleArgs,
+        MaintainArgs,
         described(
             "Schedule of each table's maintenance pass (automatic tags, tag, partition, "
-            "consumer and snapshot expiry, as the table's options ask).",
+            "consumer and snapshot expiry, as the table's options ask), and options that "
+            "override the tables' for its runs, for all tables or per table.",
             {"cron": DEFAULTS.maintain, "default_status": "RUNNING"},
+            {
+                "options": {"partition.expiration-time": "90 d"},
+                "tables": {"sales.orders": {"options": {"partition.expiration-time": "365 d"}}},
+            },
         ),
-    ] = Field(default_factory=ScheduleArgs)
+    ] = Field(default_factory=MaintainArgs)
     defs_state: Annotated[
         StateArgs,
         dg.Resolver.default(
@@ -450,6 +499,13 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
                 )
             },
         }
+        adopted = sorted(t.identifier for t in discovery.tables)
+        strangers = sorted(set(self.maintain.tables) - set(adopted))
+        if strangers:
+            raise InvalidArgumentError(
+                f"maintain.tables names {strangers}, which the component does not adopt "
+                f"(adopted: {adopted})"
+            )
         tag = f"{zlib.crc32(self.warehouse.uri.encode()):08x}"
         keys = {"warehouse_key": f"paimon_warehouse_{tag}", "spark_key": f"paimon_spark_{tag}"}
         parts = []
@@ -482,7 +538,8 @@ class PaimonWarehouseComponent(StateBackedComponent, dg.Model, dg.Resolvable):
                     jobs=[job],
                 )
             )
-            parts.append(build_maintenance_definitions(spec, crons, statuses))
+            overrides = self.maintain.overrides(table.identifier)
+            parts.append(build_maintenance_definitions(spec, crons, statuses, overrides))
         if self.compaction.sensor and watched:
             name = f"paimon_warehouse_sensor_{tag}"
             parts.append(

@@ -1,9 +1,10 @@
-"""Maintenance jobs and schedules per table: full compaction, expiry, manifests, orphans."""
+"""Maintenance jobs per table: full compaction, expiry, manifests, orphans and the maintenance
+pass, each on its schedule; rollback and rescale, which an operator launches."""
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Literal
 
 from dagster import (
     Config,
@@ -17,16 +18,16 @@ from dagster import (
 )
 from pydantic import Field
 
-from dagster_paimon.dagster.metadata import metric_metadata
-from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.dagster.metadata import result_metadata
 from dagster_paimon.dagster.retries import retried_when_transient
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.errors import InvalidArgumentError
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.errors import InputError, InvalidArgumentError
+from dagster_paimon.lsm.compaction import compact_open_table, rescale_open_table
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
-from dagster_paimon.maintenance.maintain import maintain
+from dagster_paimon.maintenance.maintain import maintain, pass_options
 from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.orphans import remove_orphans
+from dagster_paimon.maintenance.rollback import rollback_to
 from dagster_paimon.options import duration_ms
 
 
@@ -78,9 +79,46 @@ class OrphanConfig(Config):
 
 
 class MaintainConfig(Config):
-    """One maintenance pass as the table's options configure it (no per-step overrides)."""
+    """One maintenance pass as the table's options (and the definitions' overrides) ask."""
 
     dry_run: bool = Field(default=False, description="Report each step, change nothing.")
+
+
+class RollbackConfig(Config):
+    """Roll back to exactly one target; newer snapshots, changelogs and tags are removed."""
+
+    snapshot_id: int | None = Field(default=None, description="Roll back to this snapshot.")
+    tag: str | None = Field(default=None, description="Roll back to the snapshot of this tag.")
+    timestamp: str | None = Field(
+        default=None,
+        description="Roll back to the newest snapshot committed at or before this ISO time "
+        "(without an offset: UTC), e.g. 2024-05-01T12:00:00.",
+    )
+    dry_run: bool = Field(default=False, description="Report what would go, change nothing.")
+
+    def at(self) -> datetime | None:
+        """The timestamp as the library takes it."""
+        if self.timestamp is None:
+            return None
+        try:
+            return datetime.fromisoformat(self.timestamp)
+        except ValueError as e:
+            raise InvalidArgumentError(f"timestamp {self.timestamp!r} is not an ISO time") from e
+
+
+class RescaleConfig(Config):
+    """Rewrite the table (or some partitions) into a new number of buckets, in one snapshot."""
+
+    bucket_num: int = Field(description="The new number of buckets (>= 1).")
+    partitions: list[dict[str, str]] | None = Field(
+        default=None,
+        description="Only the Paimon partitions matching any of these specs (K: V over some or "
+        "all partition keys); the whole table if unset.",
+    )
+    executor: Literal["local", "spark"] = Field(
+        default="local", description="Rewrite in this process or on the Spark resource."
+    )
+    dry_run: bool = Field(default=False, description="Report the plan, change nothing.")
 
 
 @dataclass(frozen=True)
@@ -99,17 +137,20 @@ def _maintenance_job(
     spec: PaimonTableSpec,
     name: str,
     config_type: type[Config],
-    run: Callable[[PaimonWarehouse, Any, Any], Any],
+    run: Callable[[Any, Any, Any], Any],
     description: str,
     pool: str | None = None,
+    spark: bool = False,
 ) -> JobDefinition:
-    """One op wrapped in one job, recording the result's metrics on the op's output."""
+    """One op wrapped in one job, recording the result on the op's output; `run`
+    takes the op's resources, the open table and the config; `spark`: it needs the Spark
+    resource too."""
 
     @op(
         name=f"{spec.database}_{spec.name}_{name}_op",
         pool=pool,
         description=description,
-        required_resource_keys={spec.warehouse_key},
+        required_resource_keys={spec.warehouse_key, *([spec.spark_key] if spark else [])},
     )
     # dagster reads the op's config class from this annotation at run time: a variable, so no
     # static type
@@ -117,9 +158,9 @@ def _maintenance_job(
         warehouse = spec.warehouse(context.resources)
         with retried_when_transient(context):
             table = warehouse.open_table(spec.identifier)
-            result = run(warehouse, table, config)
+            result = run(context.resources, table, config)
         context.log.info(result.summary())
-        context.add_output_metadata(metric_metadata(result.metrics()))
+        context.add_output_metadata(result_metadata(result))
 
     @job(name=f"{spec.database}_{spec.name}_{name}", description=description)
     def maintenance_job() -> None:
@@ -133,14 +174,25 @@ def build_maintenance_definitions(
     crons: MaintenanceCrons = MaintenanceCrons(),
     default_status: DefaultScheduleStatus
     | Mapping[str, DefaultScheduleStatus] = DefaultScheduleStatus.STOPPED,
+    maintain_options: Mapping[str, str] | None = None,
 ) -> Definitions:
-    """Six jobs per table, each on its own schedule.
+    """Six jobs per table, each on its own schedule, and two an operator launches: rollback
+    and rescale (the rescale job needs the spec's Spark resource; a lazy one is started only
+    for executor: spark).
 
     `default_status` is every schedule's status until it is switched in the UI: STOPPED (the
     default) or RUNNING, or a mapping from a job's kind (a MaintenanceCrons field name:
     full_compaction, expire_snapshots, expire_changelogs, compact_manifests, remove_orphans,
-    maintain) to its status, kinds not named STOPPED.
+    maintain) to its status, kinds not named STOPPED. `maintain_options` override the
+    table's options in every run of the maintain job (never written to the table); they are
+    checked here against the spec's options, so a bad one fails the definitions' load:
+    InvalidOptionError or InvalidArgumentError naming the table and the option.
     """
+    overrides = dict(maintain_options or {})
+    try:
+        pass_options(spec.options, overrides)
+    except InputError as e:
+        raise type(e)(f"maintain options of {spec.identifier}: {e}") from e
     if isinstance(default_status, Mapping):
         unknown = sorted(set(default_status) - set(MaintenanceCrons.__dataclass_fields__))
         if unknown:
@@ -152,25 +204,48 @@ def build_maintenance_definitions(
     else:
         statuses = dict.fromkeys(MaintenanceCrons.__dataclass_fields__, default_status)
 
-    def full_compaction(warehouse: PaimonWarehouse, table, config: FullCompactionConfig):
-        return compact_open_table(
-            table, warehouse.table_ref(spec.identifier), full=True, partition=config.partition
-        )
+    def full_compaction(resources, table, config: FullCompactionConfig):
+        ref = spec.warehouse(resources).table_ref(spec.identifier)
+        return compact_open_table(table, ref, full=True, partition=config.partition)
 
-    def snapshots(_warehouse: PaimonWarehouse, table, config: ExpiryConfig):
+    def snapshots(_resources, table, config: ExpiryConfig):
         return expire_snapshots(table, **config.arguments())
 
-    def changelogs(_warehouse: PaimonWarehouse, table, config: ExpiryConfig):
+    def changelogs(_resources, table, config: ExpiryConfig):
         return expire_changelogs(table, **config.arguments())
 
-    def manifests(_warehouse: PaimonWarehouse, table, config: ManifestCompactionConfig):
+    def manifests(_resources, table, config: ManifestCompactionConfig):
         return compact_manifests(table, full=config.full, dry_run=config.dry_run)
 
-    def orphans(_warehouse: PaimonWarehouse, table, config: OrphanConfig):
+    def orphans(_resources, table, config: OrphanConfig):
         return remove_orphans(table, older_than=duration(config.older_than), dry_run=config.dry_run)
 
-    def maintenance_pass(_warehouse: PaimonWarehouse, table, config: MaintainConfig):
-        return maintain(table, dry_run=config.dry_run)
+    def maintenance_pass(_resources, table, config: MaintainConfig):
+        return maintain(table, options=overrides, dry_run=config.dry_run)
+
+    def rollback(_resources, table, config: RollbackConfig):
+        return rollback_to(
+            table,
+            snapshot_id=config.snapshot_id,
+            tag=config.tag,
+            timestamp=config.at(),
+            dry_run=config.dry_run,
+        )
+
+    def rescale(resources, table, config: RescaleConfig):
+        executor = None
+        if config.executor == "spark":
+            from dagster_paimon.spark.executor import SparkExecutor
+
+            executor = SparkExecutor(getattr(resources, spec.spark_key).spark_session)
+        return rescale_open_table(
+            table,
+            spec.warehouse(resources).table_ref(spec.identifier),
+            bucket_num=config.bucket_num,
+            partitions=config.partitions,
+            executor=executor,
+            dry_run=config.dry_run,
+        )
 
     jobs = {
         "full_compaction": _maintenance_job(
@@ -216,10 +291,29 @@ def build_maintenance_definitions(
             MaintainConfig,
             maintenance_pass,
             "One maintenance pass in Java's order: automatic tags, tag expiry, partition "
-            "expiry, consumer expiry, snapshot expiry (steps the table's options do not ask "
-            "for are skipped).",
+            "expiry, consumer expiry, snapshot expiry (steps the options do not ask for are "
+            "skipped)" + (f"; overriding {', '.join(sorted(overrides))}." if overrides else "."),
         ),
     }
+    launched = [
+        _maintenance_job(
+            spec,
+            "rollback",
+            RollbackConfig,
+            rollback,
+            "Roll back to exactly one of snapshot_id, tag or timestamp: newer snapshots, "
+            "changelogs and tags go, with the files only they used.",
+        ),
+        _maintenance_job(
+            spec,
+            "rescale",
+            RescaleConfig,
+            rescale,
+            "Rewrite the table (or one partition) into bucket_num buckets in one OVERWRITE.",
+            spec.pool,
+            spark=True,
+        ),
+    ]
     schedules = [
         ScheduleDefinition(
             name=f"{job.name}_schedule",
@@ -229,4 +323,4 @@ def build_maintenance_definitions(
         )
         for kind, job in jobs.items()
     ]
-    return Definitions(jobs=list(jobs.values()), schedules=schedules)
+    return Definitions(jobs=[*jobs.values(), *launched], schedules=schedules)

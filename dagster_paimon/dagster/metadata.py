@@ -9,6 +9,7 @@ import pyarrow as pa
 from dagster import MetadataValue, TableColumn, TableSchema
 
 from dagster_paimon.lsm.model.append_health import Health
+from dagster_paimon.results import Reported
 
 NAMESPACE = "paimon/"
 
@@ -33,6 +34,14 @@ def metric_metadata(metrics: Mapping[str, Any]) -> dict[str, Any]:
     Dagster plots numbers, not gaps; this is the one place the namespace is added.
     """
     return {f"{NAMESPACE}{k}": v for k, v in metrics.items() if v is not None}
+
+
+def result_metadata(result: Reported) -> dict[str, Any]:
+    """An operation's metrics, plotted, and its whole report (`paimon/result`) as JSON."""
+    return {
+        **metric_metadata(result.metrics()),
+        f"{NAMESPACE}result": MetadataValue.json(result.to_dict()),
+    }
 
 
 def health_metadata(health: Health) -> dict[str, Any]:

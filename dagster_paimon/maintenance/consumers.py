@@ -17,11 +17,13 @@ from datetime import timedelta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import ConsumerNotFoundError, InvalidArgumentError
+from dagster_paimon.failpoints import CONSUMER_RESET, CONSUMERS_REMOVED, failpoint
 from dagster_paimon.maintenance.options import consumer_expiration_ms
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timedelta_ms
 from dagster_paimon.snapshot.metadata import CONSUMER_PREFIX, Consumer, TableMetadata
 from dagster_paimon.snapshot.resolve import resolve_snapshot
 from dagster_paimon.storage.files import TableFiles, delete_logged
+from dagster_paimon.storage.snapshots import replace_file
 from dagster_paimon.storage.warehouse import table_files
 
 EXPIRE = "expire"
@@ -221,6 +223,7 @@ def execute_consumer_removal(
     start = time.perf_counter()
     store = files or table_files(table)
     delete_logged(store, [c.path for c in plan.removed], "consumers")
+    failpoint(CONSUMERS_REMOVED)
     return replace(plan.preview(), dry_run=False, seconds=time.perf_counter() - start)
 
 
@@ -306,7 +309,8 @@ def reset_consumer(
     resolve_snapshot(table, next_snapshot)
     path = f"{meta.main.dir('consumer')}/{CONSUMER_PREFIX}{consumer_id}"
     # Java's pretty-printed Consumer JSON
-    meta.file_io.overwrite_file_utf8(path, f'{{\n  "nextSnapshot" : {next_snapshot}\n}}')
+    replace_file(meta.file_io, path, f'{{\n  "nextSnapshot" : {next_snapshot}\n}}')
+    failpoint(CONSUMER_RESET)
     return ConsumerResetResult(
         table=_name(table),
         consumer_id=consumer_id,

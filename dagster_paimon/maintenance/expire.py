@@ -49,6 +49,7 @@ from dagster_paimon.snapshot.metadata import (
     TableMetadata,
 )
 from dagster_paimon.storage.files import TableFiles, delete_logged
+from dagster_paimon.storage.snapshots import replace_file
 from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import EXPIRY, check_supported_layout
 
@@ -479,7 +480,7 @@ def _write_changelogs(meta: TableMetadata, ids: tuple[int, ...]) -> None:
     written = []
     for snapshot in meta.snapshots(ids):
         text = JSON.to_json(Changelog.from_snapshot(snapshot), indent=2)
-        meta.file_io.overwrite_file_utf8(meta.changelog_path(snapshot.id), text)
+        replace_file(meta.file_io, meta.changelog_path(snapshot.id), text)
         written.append(snapshot.id)
     if written:
         meta.write_hint(directory, LATEST, written[-1])

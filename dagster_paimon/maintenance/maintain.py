@@ -7,7 +7,11 @@
 4. consumer expiry (skipped when the table sets no `consumer.expiration-time`),
 5. snapshot expiry (always: its options all have defaults).
 
-Whether a step runs is decided from the table's options before it is called, so a step that
+Options can be overridden for one pass (`maintain(table, options={...})`): the keys the steps
+read (OPTION_KEYS), laid over the table's options in memory, never written to its schema. All
+options in use are parsed, as each step parses them, before any step runs.
+
+Whether a step runs is decided from the options before it is called, so a step that
 runs and fails is never mistaken for one that is not configured: the pass stops there (later
 steps do not run, since each relies on the ones before it: snapshot expiry must see the
 consumers expiry removed) and raises MaintenanceStepError naming the step, the original error
@@ -25,13 +29,41 @@ from typing import Any, Final
 
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import InputError, MaintenanceStepError, MaintenanceStepInputError
+from dagster_paimon.errors import (
+    InputError,
+    InvalidOptionError,
+    MaintenanceStepError,
+    MaintenanceStepInputError,
+)
+from dagster_paimon.maintenance import partitions
 from dagster_paimon.maintenance.consumers import _expire_consumers
+from dagster_paimon.maintenance.directories import (
+    CLEAN_EMPTY_DIRECTORIES,
+    CLEAN_EMPTY_DIRECTORIES_FALLBACK,
+    clean_empty_directories_enabled,
+)
 from dagster_paimon.maintenance.expire import SNAPSHOTS, _expire
-from dagster_paimon.maintenance.options import consumer_expiration_ms
-from dagster_paimon.maintenance.partitions import EXPIRATION_TIME, _expire_partitions
+from dagster_paimon.maintenance.options import ExpireConfig, consumer_expiration_ms
+from dagster_paimon.maintenance.partition_time import TIMESTAMP_FORMATTER, TIMESTAMP_PATTERN
+from dagster_paimon.maintenance.partitions import (
+    EXPIRATION_TIME,
+    PartitionExpiryConfig,
+    _expire_partitions,
+)
 from dagster_paimon.maintenance.tags import TagOptions, _create_automatic_tags, _expire_tags
-from dagster_paimon.options import duration_ms, read_option
+from dagster_paimon.options import (
+    CHANGELOG_RETAIN_MAX,
+    CHANGELOG_RETAIN_MIN,
+    CHANGELOG_TIME_RETAINED,
+    CONSUMER_CHANGELOG_ONLY,
+    CONSUMER_EXPIRATION_TIME,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_RETAIN_MAX,
+    SNAPSHOT_RETAIN_MIN,
+    SNAPSHOT_TIME_RETAINED,
+    duration_ms,
+    read_option,
+)
 from dagster_paimon.results import DETAIL, METRIC, Metrics, Reported
 
 log = logging.getLogger(__name__)
@@ -43,6 +75,41 @@ CONSUMER_EXPIRY: Final = "consumer_expiry"
 SNAPSHOT_EXPIRY: Final = "snapshot_expiry"
 # Java's order (TableCommitImpl.maintain)
 STEPS: Final = (TAG_CREATION, TAG_EXPIRY, PARTITION_EXPIRY, CONSUMER_EXPIRY, SNAPSHOT_EXPIRY)
+# every table option a step of the pass reads: what `maintain(options=...)` may override
+OPTION_KEYS: Final = frozenset(
+    {
+        "tag.automatic-creation",
+        "tag.creation-period",
+        "tag.creation-period-duration",
+        "tag.period-formatter",
+        "tag.creation-delay",
+        "tag.num-retained-max",
+        "tag.default-time-retained",
+        "tag.time-expire-enabled",
+        "tag.automatic-completion",
+        "tag.batch.customized-name",
+        "sink.process-time-zone",
+        "sink.watermark-time-zone",
+        EXPIRATION_TIME,
+        partitions.CHECK_INTERVAL,
+        partitions.STRATEGY,
+        partitions.MAX_NUM,
+        partitions.BATCH_SIZE,
+        TIMESTAMP_FORMATTER,
+        TIMESTAMP_PATTERN,
+        CONSUMER_EXPIRATION_TIME,
+        CONSUMER_CHANGELOG_ONLY,
+        SNAPSHOT_RETAIN_MIN,
+        SNAPSHOT_RETAIN_MAX,
+        SNAPSHOT_TIME_RETAINED,
+        SNAPSHOT_EXPIRE_LIMIT,
+        CHANGELOG_RETAIN_MIN,
+        CHANGELOG_RETAIN_MAX,
+        CHANGELOG_TIME_RETAINED,
+        CLEAN_EMPTY_DIRECTORIES,
+        CLEAN_EMPTY_DIRECTORIES_FALLBACK,
+    }
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,10 +176,35 @@ class MaintenanceResult(Reported):
         return "\n".join(lines)
 
 
-def _why_skipped(table: FileStoreTable) -> dict[str, str]:
-    """The steps the table's options do not ask for, with the reason; reading the options
-    raises InvalidOptionError for a malformed one (the pass must not mistake it for unset)."""
-    options = table.table_schema.options
+def pass_options(
+    table_options: Mapping[str, str], overrides: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The options one pass reads: the table's, the overrides on top, each parsed as its step
+    parses it, so a bad one fails before any step runs.
+
+    Raises InvalidOptionError (an override key no step reads; a malformed value),
+    InvalidArgumentError (values that contradict each other, e.g. retain-max below retain-min).
+    """
+    given = dict(overrides or {})
+    unknown = sorted(set(given) - OPTION_KEYS)
+    if unknown:
+        raise InvalidOptionError(
+            f"the maintenance pass reads no option {', '.join(map(repr, unknown))}; it reads "
+            f"{', '.join(sorted(OPTION_KEYS))}"
+        )
+    if any(not isinstance(v, str) for v in given.values()):
+        raise InvalidOptionError(f"option overrides must be strings, got {given!r}")
+    options = {**table_options, **given}
+    TagOptions.from_table_options(options)
+    if read_option(options, EXPIRATION_TIME, duration_ms, None) is not None:
+        PartitionExpiryConfig.of(options)
+    ExpireConfig.from_table_options(options)
+    clean_empty_directories_enabled(options)
+    return options
+
+
+def _why_skipped(table: FileStoreTable, options: Mapping[str, str]) -> dict[str, str]:
+    """The steps the pass's options do not ask for, with the reason."""
     skipped: dict[str, str] = {}
     tags = TagOptions.from_table_options(options)
     if tags.mode == "none":
@@ -128,24 +220,39 @@ def _why_skipped(table: FileStoreTable) -> dict[str, str]:
     return skipped
 
 
-def maintain(table: FileStoreTable, *, dry_run: bool = False) -> MaintenanceResult:
-    """Run the steps Java's commit maintains, in its order, each the table's options ask for.
+def maintain(
+    table: FileStoreTable,
+    *,
+    options: Mapping[str, str] | None = None,
+    dry_run: bool = False,
+) -> MaintenanceResult:
+    """Run the steps Java's commit maintains, in its order, each the options ask for.
 
-    With dry_run every step previews against the table as it is (a step does not see what an
-    earlier one would have changed). Raises InvalidOptionError (a malformed option, before any
-    step runs) and MaintenanceStepError (a step failed: `step` names it, `completed` holds the
-    results of the steps before it, the step's error is its cause; MaintenanceStepInputError,
-    also an InputError, when that error was one).
+    `options` override the table's for this pass only (keys in OPTION_KEYS; the table's
+    schema is not changed). With dry_run every step previews against the table as it is (a
+    step does not see what an earlier one would have changed). Raises InvalidOptionError,
+    InvalidArgumentError (an unknown override, a malformed or contradictory option: before
+    any step runs) and MaintenanceStepError (a step failed: `step` names it, `completed` holds
+    the results of the steps before it, the step's error is its cause;
+    MaintenanceStepInputError, also an InputError, when that error was one).
     """
-    return _maintain(table, dry_run=dry_run)
+    return _maintain(table, options=options, dry_run=dry_run)
 
 
 def _maintain(
-    table: FileStoreTable, *, dry_run: bool = False, now: datetime | None = None
+    table: FileStoreTable,
+    *,
+    options: Mapping[str, str] | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
 ) -> MaintenanceResult:
     """maintain with the tests' clock: `now`, local wall-clock time (naive) for every step."""
     start = time.perf_counter()
     name = str(table.identifier.get_full_name())
+    in_use = pass_options(table.table_schema.options, options)
+    if options:
+        # every step reads table.table_schema.options: a copy in memory carries the overrides
+        table = table.copy_without_time_travel(dict(options))
     now_ms = None if now is None else int(now.timestamp() * 1000)
     runs: dict[str, Callable[[], Any]] = {
         TAG_CREATION: lambda: _create_automatic_tags(table, dry_run=dry_run, now=now),
@@ -154,7 +261,7 @@ def _maintain(
         CONSUMER_EXPIRY: lambda: _expire_consumers(table, dry_run=dry_run, now_ms=now_ms),
         SNAPSHOT_EXPIRY: lambda: _expire(table, SNAPSHOTS, dry_run=dry_run, now_ms=now_ms),
     }
-    skipped = _why_skipped(table)
+    skipped = _why_skipped(table, in_use)
     done: dict[str, Reported] = {}
     for step in STEPS:
         if step in skipped:

@@ -52,7 +52,7 @@ from dagster_paimon.snapshot.metadata import (
     TableMetadata,
 )
 from dagster_paimon.storage.files import TableFiles, delete_logged
-from dagster_paimon.storage.snapshots import create_snapshot_if_absent
+from dagster_paimon.storage.snapshots import create_snapshot_if_absent, replace_file
 from dagster_paimon.storage.warehouse import table_files
 
 log = logging.getLogger(__name__)
@@ -315,7 +315,7 @@ def drop_newest_snapshots(
     midway leaves a contiguous history that a rerun finishes.
     """
     directory = meta.main.dir("snapshot")
-    meta.file_io.overwrite_file_utf8(f"{directory}/{LATEST}", str(latest))
+    replace_file(meta.file_io, f"{directory}/{LATEST}", str(latest))
     failpoint(ROLLBACK_LATEST_MOVED)
     for i in sorted(removing, reverse=True):
         files.delete_files([meta.snapshot_path(i)])

@@ -39,6 +39,7 @@ from dagster_paimon.errors import (
     TagNotFoundError,
     transient_errors,
 )
+from dagster_paimon.failpoints import TAG_WRITTEN, failpoint
 from dagster_paimon.maintenance.deletion import lists_named, metadata_to_delete
 from dagster_paimon.maintenance.expire import _paths, _unused, _used_by_latest
 from dagster_paimon.maintenance.references import CHANGELOG, Referrer, referrers
@@ -46,6 +47,7 @@ from dagster_paimon.options import at_least, boolean, choice, duration_ms, read_
 from dagster_paimon.results import DETAIL, METRIC, Reported, timedelta_ms
 from dagster_paimon.snapshot.metadata import SNAPSHOT_PREFIX, TAG_PREFIX, TableMetadata
 from dagster_paimon.storage.files import delete_logged
+from dagster_paimon.storage.snapshots import replace_file
 from dagster_paimon.storage.warehouse import table_files
 
 log = logging.getLogger(__name__)
@@ -383,7 +385,8 @@ def _write_tag(
         ]
         if auto:
             raise TagExistsError(f"snapshot {snapshot_id} is already auto-tagged with {auto}")
-    meta.file_io.overwrite_file_utf8(_tag_path(meta, name), _tag_text(text, retained, now))
+    replace_file(meta.file_io, _tag_path(meta, name), _tag_text(text, retained, now))
+    failpoint(TAG_WRITTEN)
 
 
 def _now(now: datetime | None) -> datetime:
@@ -789,9 +792,9 @@ def _create_batch(
     limit = options.num_retained_max
     if limit is None:
         return
-    remaining = [t for t in _read_tags(meta) if t.name not in deleter.deleted]
-    if deleter.dry_run and all(t.name != name for t in remaining):
-        remaining.append(replace_info(name, snapshot_id, snapshot.time_millis))
+    # the tag just written counts, even when it replaced one of its name (Java's tagCount)
+    remaining = [t for t in _read_tags(meta) if t.name not in deleter.deleted and t.name != name]
+    remaining.append(replace_info(name, snapshot_id, snapshot.time_millis))
     remaining.sort(key=lambda t: t.snapshot_id)  # Java orders a snapshot's tags by file age
     for tag in remaining[: max(len(remaining) - limit, 0)]:
         deleter.delete(tag)

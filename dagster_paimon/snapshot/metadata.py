@@ -27,6 +27,7 @@ from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.resolve import read_json
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.pool import parallel_map
+from dagster_paimon.storage.snapshots import replace_file
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +233,7 @@ class TableMetadata:
     def write_hint(self, directory: str, name: str, value: int) -> None:
         """EARLIEST/LATEST hints: readers fall back to listing, so a failure only logs."""
         try:
-            self.file_io.overwrite_file_utf8(f"{directory}/{name}", str(value))
+            replace_file(self.file_io, f"{directory}/{name}", str(value))
         except Exception as e:
             log.warning("could not write the %s hint in %s: %s", name, directory, e)
 

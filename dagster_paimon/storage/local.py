@@ -72,6 +72,26 @@ def create_local_if_absent(path: str, content: str) -> bool:
     return created
 
 
+def replace_local(path: str, content: str) -> None:
+    """Overwrite `path` so that a reader or a crash sees the old bytes or the new, never part.
+
+    The bytes go to a synced temp file that is renamed over the name (rename is atomic).
+    """
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    temp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4()}.tmp")
+    try:
+        with open(temp, "wb") as f:
+            f.write(content.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+    _fsync_directory(directory)
+
+
 def _fsync_directory(directory: str) -> None:
     """Make a new name durable: a crash after the commit must not forget the snapshot."""
     fd = os.open(directory, os.O_RDONLY)

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.maintenance.tags import create_tag
+from dagster_paimon.maintenance.tags import create_tag, list_tags
 from dagster_paimon.table import TableSpec, create_table, open_table
 from resources.refresh_state import refresh_state
 from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon
@@ -397,3 +397,99 @@ def test_every_yaml_field_has_a_description_and_an_example():
         if not str(body.get("description") or "").strip() or not body.get("examples")
     ]
     assert undocumented == []
+
+
+MAINTAIN = """
+maintain:
+  options:
+    partition.expiration-time: "1 d"
+    tag.automatic-creation: batch
+  tables:
+    sales.orders:
+      options:
+        partition.expiration-time: "36500 d"
+"""
+
+
+def schema_files(warehouse: str, identifier: str) -> dict[str, str]:
+    """A table's schema files, by name, with their content."""
+    directory = Path(open_table(warehouse, identifier).table_path) / "schema"
+    return {p.name: p.read_text() for p in sorted(directory.iterdir())}
+
+
+def test_maintain_options_in_yaml_override_the_tables(tmp_path, warehouse, monkeypatch):
+    """The tables set no tag or partition option: the YAML's make every pass create a batch tag
+    and drop both (2024) days of shop.orders, while sales.orders' own entry keeps its days."""
+    model = build_warehouse(warehouse)
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
+    root = tmp_path / "maintain"
+    make_project(root, ATTRIBUTES + MAINTAIN)
+    refresh_state(root)
+    defs = load(root)
+    schemas = {t: schema_files(warehouse, t) for t in ("shop.orders", "sales.orders")}
+    sales_rows = read_rows(open_table(warehouse, "sales.orders"))
+    assert model and sales_rows
+    runs = {}
+    with dg.instance_for_test() as instance:
+        for table in ("shop_orders", "sales_orders", "shop_events"):
+            job = defs.resolve_job_def(f"{table}_maintain")
+            result = job.execute_in_process(instance=instance)
+            assert result.success, table
+            (output,) = [e for e in result.all_node_events if e.event_type_value == "STEP_OUTPUT"]
+            runs[table] = output.event_specific_data.metadata["paimon/result"].value
+    shop = runs["shop_orders"]
+    assert shop["tag_creation"]["created"] and shop["partition_expiry"]["expired_partitions"] == [
+        "dt=2024-01-01",
+        "dt=2024-01-02",
+    ]
+    assert read_rows(open_table(warehouse, "shop.orders")) == []
+    # the table's own entry beat the default: no partition of sales.orders expired
+    sales = runs["sales_orders"]
+    assert (
+        sales["tag_creation"]["created"] and sales["partition_expiry"]["expired_partitions"] == []
+    )
+    assert read_rows(open_table(warehouse, "sales.orders")) == sales_rows
+    # unpartitioned: partition expiry skipped, the tag made
+    assert runs["shop_events"]["skipped"]["partition_expiry"] == "the table is not partitioned"
+    assert [t.name for t in list_tags(open_table(warehouse, "shop.events"))]
+    for table, files in schemas.items():
+        assert schema_files(warehouse, table) == files, f"{table}'s schema changed"
+    assert "tag.automatic-creation" not in open_table(warehouse, "shop.orders").table_schema.options
+
+
+def load_failure(root: Path) -> str:
+    """The load's error and every error it was raised from, as one text."""
+    with pytest.raises(Exception) as caught:
+        load(root)
+    texts, error = [], caught.value
+    while error is not None:
+        texts.append(f"{type(error).__name__}: {error}")
+        error = error.__cause__ or error.__context__
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize(
+    ("yaml", "expected"),
+    [
+        (
+            MAINTAIN.replace("tag.automatic-creation", "tag.automatic-creaton"),
+            ("InvalidOptionError", "maintain options of ", "'tag.automatic-creaton'"),
+        ),
+        (
+            MAINTAIN.replace('"36500 d"', '"a century"'),
+            ("InvalidOptionError", "maintain options of sales.orders", "expiration-time"),
+        ),
+        (
+            MAINTAIN.replace("sales.orders:", "sales.order:"),
+            ("InvalidArgumentError", "maintain.tables names ['sales.order']"),
+        ),
+    ],
+)
+def test_a_bad_maintain_option_fails_the_load(tmp_path, warehouse, monkeypatch, yaml, expected):
+    build_warehouse(warehouse)
+    monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
+    root = tmp_path / "bad"
+    make_project(root, ATTRIBUTES + yaml)
+    refresh_state(root)
+    message = load_failure(root)
+    assert all(part in message for part in expected), message

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from dagster import DagsterInstance, Definitions, build_sensor_context, define_asset_job
+from dagster_pyspark import LazyPySparkResource
 
 from dagster_paimon.dagster.maintenance import build_maintenance_definitions
 from dagster_paimon.dagster.resources import PaimonWarehouse
@@ -44,6 +45,11 @@ def proxied(s3_server, monkeypatch):
         yield resource, proxy
 
 
+def resources(warehouse: PaimonWarehouse) -> dict:
+    """The warehouse, and the Spark resource the rescale job declares (never started here)."""
+    return {"warehouse": warehouse, "pyspark": LazyPySparkResource(spark_config={})}
+
+
 def events(result) -> list[str]:
     """The step event types of a run, in order."""
     return [e.event_type_value for e in result.all_node_events]
@@ -52,7 +58,7 @@ def events(result) -> list[str]:
 def test_a_maintenance_run_failed_transiently_is_retried_and_succeeds(proxied):
     resource, proxy = proxied
     defs = Definitions.merge(
-        build_maintenance_definitions(SPEC), Definitions(resources={"warehouse": resource})
+        build_maintenance_definitions(SPEC), Definitions(resources=resources(resource))
     )
     # both attempts of the first run's first LIST are throttled: the step fails transiently
     rule = proxy.add(Rule(SLOW_DOWN, LIST, count=2))
@@ -70,7 +76,7 @@ def test_other_failures_are_not_retried(proxied):
     resource, _ = proxied
     spec = PaimonTableSpec("ops", "missing", SCHEMA, ("id",), 1)
     defs = Definitions.merge(
-        build_maintenance_definitions(spec), Definitions(resources={"warehouse": resource})
+        build_maintenance_definitions(spec), Definitions(resources=resources(resource))
     )
     result = defs.resolve_job_def("ops_missing_expire_snapshots").execute_in_process(
         instance=DagsterInstance.ephemeral(), raise_on_error=False

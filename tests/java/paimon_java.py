@@ -169,6 +169,22 @@ class PaimonJava:
         args = (warehouse, database, table, target, str(retain_min), str(changelog_retain_min))
         return int(self._run(f"{target} expiry", "PaimonExpire", *args).strip().splitlines()[-1])
 
+    def rescale(
+        self,
+        warehouse: str,
+        database: str,
+        table: str,
+        bucket_num: int,
+        partitions: list[dict[str, str]] | None = None,
+    ) -> dict:
+        """What Paimon's rescale procedure does (see PaimonRescale.java): {"rows", "snapshot",
+        "kind"} of its overwrite."""
+        args = [warehouse, database, table, str(bucket_num)]
+        if partitions is not None:
+            args.append(json.dumps(partitions))
+        out = self._run("rescale", "PaimonRescale", *args)
+        return json.loads(out.strip().splitlines()[-1])
+
     def consumers(self, warehouse: str, database: str, table: str, *action: str) -> dict:
         """Paimon's ConsumerManager: `expire CUTOFF_MS`, `reset ID NEXT` or nothing; then every
         consumer as {id: next snapshot}."""

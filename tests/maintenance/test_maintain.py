@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import datetime, timedelta
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ import pytest
 from dagster_paimon.errors import (
     CommitConflictError,
     InputError,
+    InvalidArgumentError,
     InvalidOptionError,
     MaintenanceStepError,
     MaintenanceStepInputError,
@@ -76,11 +78,10 @@ def rows(table) -> list[tuple[str, int]]:
     return sorted((r["dt"], r["id"]) for r in found)
 
 
-@pytest.fixture
-def table(warehouse):
+def build(warehouse: str, options: dict[str, str]):
     """Ten daily commits (snapshot i on day i at 10:00, partition dt=day i), two consumers:
     `gone` last written two days before NOW, `live` an hour before, reading snapshot 9."""
-    t = create_table(warehouse, TableSpec("db", "p", SCHEMA, ("dt", "id"), 1, ("dt",), OPTIONS))
+    t = create_table(warehouse, TableSpec("db", "p", SCHEMA, ("dt", "id"), 1, ("dt",), options))
     for i, day in enumerate(DAYS, start=1):
         batch = [{"dt": day, "id": k, "v": f"{day}-{k}"} for k in range(3)]
         write_with_pypaimon(t, pa.Table.from_pylist(batch, schema=SCHEMA))
@@ -90,6 +91,12 @@ def table(warehouse):
     written(t, "gone", NOW - timedelta(days=2))
     written(t, "live", NOW - timedelta(hours=1))
     return t
+
+
+@pytest.fixture
+def table(warehouse):
+    """The history, its options asking for every step."""
+    return build(warehouse, OPTIONS)
 
 
 def test_the_pass_runs_every_step_in_order(table):
@@ -208,5 +215,69 @@ def test_cli_and_paimon_table(capsys, warehouse):
     assert out["skipped"]["consumer_expiry"] == "consumer.expiration-time is not set"
     assert main(["maintain", *args]) == 0
     assert "snapshot_expiry:" in capsys.readouterr().out
+    option = ["--option", "consumer.expiration-time=1 d"]
+    assert main(["maintain", *args, *option, "--dry-run", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["consumer_expiry"]["expiration_ms"] == 86_400_000
+    assert main(["maintain", *args, "--option", "consumer.expiraton-time=1 d"]) == 2
+    assert "'consumer.expiraton-time'" in capsys.readouterr().err
+    assert main(["maintain", *args, "--option", "consumer.expiration-time"]) == 2
     result = PaimonTable.open(warehouse, "db.cdc").maintain(dry_run=True)
     assert result.steps_run == 2
+    options = {"consumer.expiration-time": "1 d"}
+    result = PaimonTable.open(warehouse, "db.cdc").maintain(options=options, dry_run=True)
+    assert result.steps_run == 3 and result.consumer_expiry.removed == ()
+
+
+def schema_files(table) -> dict[str, str]:
+    """Every schema file of the table, by name, with its content."""
+    directory = os.path.join(table.table_path, "schema")
+    return {n: open(os.path.join(directory, n)).read() for n in sorted(os.listdir(directory))}
+
+
+def test_overrides_run_the_steps_for_this_pass_only(warehouse):
+    """A table asking for no step, given OPTIONS as overrides, is maintained exactly as the
+    table whose own options they are; its schema is not changed."""
+    table = build(warehouse, {"snapshot.num-retained.min": "5"})
+    schemas = schema_files(table)
+    result = _maintain(table, options=OPTIONS, now=NOW)
+
+    assert result.skipped == {} and result.steps_run == 5
+    assert {t.name: t.snapshot_id for t in list_tags(table)} == {
+        "2024-01-08": 9,
+        "2024-01-09": 10,
+    }
+    assert result.partition_expiry.expired_partitions == tuple(f"dt={d}" for d in DAYS[:7])
+    assert rows(table) == [(d, k) for d in DAYS[7:] for k in range(3)]
+    assert result.consumer_expiry.removed == ("gone",)
+    # the override of snapshot.num-retained.min (1) beat the table's (5)
+    assert snapshot_ids(table) == [9, 10, 11]
+    assert schema_files(table) == schemas
+    assert table.table_schema.options == {"snapshot.num-retained.min": "5", "bucket": "1"}
+    # without the overrides the next pass asks for snapshot expiry and tag expiry only
+    again = maintain(table)
+    assert set(again.skipped) == {"tag_creation", "partition_expiry", "consumer_expiry"}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error", "named"),
+    [
+        ({"partition.expiration-tme": "1 d"}, InvalidOptionError, "'partition.expiration-tme'"),
+        ({"bucket": "4"}, InvalidOptionError, "'bucket'"),
+        ({"partition.expiration-time": "soon"}, InvalidOptionError, "partition.expiration-time"),
+        ({"tag.creation-period": "weekly"}, InvalidOptionError, "tag.creation-period"),
+        ({"snapshot.num-retained.max": "0"}, InvalidOptionError, "snapshot.num-retained.max"),
+        # the table's own retain-min is 1; 3 < the override's 5
+        (
+            {"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "3"},
+            InvalidArgumentError,
+            "retain-max (3)",
+        ),
+        ({"consumer.expiration-time": 3}, InvalidOptionError, "strings"),
+    ],
+)
+def test_a_bad_override_fails_before_any_step(table, overrides, error, named):
+    before = tree(table)
+    with pytest.raises(error, match=re.escape(named)):
+        _maintain(table, options=overrides, now=NOW)
+    assert tree(table) == before

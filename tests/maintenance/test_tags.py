@@ -311,6 +311,18 @@ def test_batch_mode_tags_the_latest_snapshot(warehouse):
     assert auto_tags(table) == {"batch-write-2024-01-01": 2}
 
 
+def test_a_replaced_batch_tag_counts_toward_num_retained_max(warehouse):
+    """Java's TagBatchCreation counts every tag, the one it just replaced included."""
+    options = {"tag.automatic-creation": "batch", "tag.num-retained-max": "1"}
+    table = auto_table(warehouse, DAILY_TIMES[:2], **options)
+    create_tag(table, "old", snapshot_id=1)
+    assert create_automatic_tags(table).deleted == ("old",)
+    create_tag(table, "old", snapshot_id=1)  # the batch tag now exists: it is replaced
+    dry = create_automatic_tags(table, dry_run=True)
+    assert create_automatic_tags(table).deleted == dry.deleted == ("batch-write-2024-01-01", "old")
+    assert auto_tags(table) == {"batch-write-2024-01-01": 2}
+
+
 def test_no_mode_creates_nothing(warehouse):
     table = history(warehouse, 2)
     assert create_automatic_tags(table).created == ()

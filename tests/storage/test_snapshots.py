@@ -1,6 +1,10 @@
-"""Atomic snapshot creation: hard links on local disks, conditional PUTs on a real S3 API (moto)."""
+"""Atomic snapshot creation: hard links on local disks, conditional PUTs on a real S3 API (moto);
+atomic replacement of the metadata files maintenance rewrites."""
 
 import multiprocessing
+import os
+import signal
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -8,7 +12,7 @@ import pytest
 
 from dagster_paimon.errors import UnsupportedWarehouseError
 from dagster_paimon.storage.s3 import S3Settings
-from dagster_paimon.storage.snapshots import create_snapshot_if_absent
+from dagster_paimon.storage.snapshots import create_snapshot_if_absent, replace_file
 from dagster_paimon.table import TableSpec, create_table, open_table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
@@ -22,6 +26,32 @@ def test_local_create_if_absent_has_exactly_one_winner(tmp_path):
     assert outcomes == [True, False, False]
     assert Path(target).read_text() == "0"
     assert sorted(p.name for p in (tmp_path / "snapshot").iterdir()) == ["snapshot-1"]
+
+
+def _replace_forever(path: str) -> None:
+    """Alternate two 4 MiB contents under one name until killed."""
+    from pypaimon.filesystem.local_file_io import LocalFileIO
+
+    file_io = LocalFileIO()
+    for i in range(1_000_000):
+        replace_file(file_io, path, ("ab"[i % 2]) * (4 << 20))
+
+
+def test_a_replace_killed_at_any_instant_leaves_the_old_or_the_new_bytes(tmp_path):
+    path = str(tmp_path / "tag" / "tag-t1")
+    os.makedirs(os.path.dirname(path))
+    Path(path).write_text("a" * (4 << 20))
+    context = multiprocessing.get_context("spawn")
+    for delay in (0.3, 0.45, 0.6, 0.75):
+        child = context.Process(target=_replace_forever, args=(path,))
+        child.start()
+        time.sleep(delay)
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        content = Path(path).read_text()
+        assert content in ("a" * (4 << 20), "b" * (4 << 20)), f"torn after {delay} s"
+    leftovers = [p.name for p in (tmp_path / "tag").iterdir() if p.name != "tag-t1"]
+    assert all(name.startswith(".tag-t1.") for name in leftovers), leftovers  # orphan temps
 
 
 @pytest.mark.s3

@@ -6,6 +6,9 @@ option is the new count (the table's schema is not altered: the files record the
 their manifest entries' `_TOTAL_BUCKETS`, which Java's writers restore per partition), and commits
 ONE OVERWRITE snapshot of those partitions with `commit.strict-mode.last-safe-snapshot` set to
 the snapshot it read: the commit fails if another writer changed those partitions since.
+The partitions are chosen as that procedure's `partitions` argument chooses them: specs ORed,
+each an AND of column = value (Flink's procedure takes one spec). Its `where` argument, any
+Spark SQL predicate over partition columns, is not offered: we would not evaluate it exactly.
 
 Here each source bucket is one task (the compaction TaskExecutor runs them, locally or on Spark):
 its sorted runs are merged as a full compaction merges them (merge engine, deletion vectors,
@@ -38,6 +41,7 @@ from dagster_paimon.commit.producers import OverwriteProducer
 from dagster_paimon.errors import (
     CommitConflictError,
     InvalidArgumentError,
+    PartitionNotFoundError,
     UnsupportedLayoutError,
     transient_errors,
 )
@@ -50,7 +54,12 @@ from dagster_paimon.lsm.compaction.postpone import discard_placed
 from dagster_paimon.lsm.compaction.rewriter import MERGE, Rewriter
 from dagster_paimon.lsm.compaction.task import TaskRun
 from dagster_paimon.lsm.merge.kway import MergeStats
-from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_levels
+from dagster_paimon.lsm.model.levels import (
+    BucketLevels,
+    TableLevels,
+    check_partition_keys,
+    read_levels,
+)
 from dagster_paimon.lsm.model.runs import SortedRun
 from dagster_paimon.lsm.write.bucket import assign_buckets, fixed_bucket_count
 from dagster_paimon.lsm.write.layout import plan_write_layout
@@ -395,20 +404,70 @@ def execute_rescale(
     )
 
 
+def partition_specs(
+    table: FileStoreTable, partitions: Sequence[Mapping[str, str]] | None
+) -> tuple[dict[str, str], ...] | None:
+    """The specs as strings over the table's partition keys; None rescales every partition.
+
+    Raises InvalidArgumentError (not a list of mappings, an empty list, an unknown key).
+    """
+    if partitions is None:
+        return None
+    if isinstance(partitions, (str, bytes, Mapping)) or not isinstance(partitions, Sequence):
+        raise InvalidArgumentError(
+            f"partitions must be a list of partition specs ({{column: value}}), got {partitions!r}"
+        )
+    if not partitions:
+        raise InvalidArgumentError(
+            "partitions is empty: give at least one partition spec, or None for every partition"
+        )
+    specs = []
+    for spec in partitions:
+        if not isinstance(spec, Mapping):
+            raise InvalidArgumentError(
+                f"each partition spec must be a mapping of column to value, got {spec!r}"
+            )
+        check_partition_keys(table, spec)
+        specs.append({str(k): str(v) for k, v in spec.items()})
+    return tuple(specs)
+
+
+def select_partitions(levels: TableLevels, specs: tuple[dict[str, str], ...] | None) -> TableLevels:
+    """The buckets of partitions matching any spec (OR of specs, AND within one, as Java's
+    `partitions` argument); every spec must match a partition holding data.
+
+    Raises PartitionNotFoundError, naming the specs that match nothing.
+    """
+    if specs is None:
+        return levels
+    held = [b for b in levels.buckets if b.bucket >= 0 and b.levels.all_files()]
+    missing = [s for s in specs if not any(b.partition.matches(s) for b in held)]
+    if missing:
+        shown = "; ".join(",".join(f"{k}={v}" for k, v in s.items()) or "-" for s in missing)
+        raise PartitionNotFoundError(
+            f"{shown}: no partition of {levels.table} holding data matches "
+            f"(snapshot {levels.snapshot_id}); nothing was changed"
+        )
+    return replace(
+        levels, buckets=[b for b in levels.buckets if any(b.partition.matches(s) for s in specs)]
+    )
+
+
 def rescale_open_table(
     table: FileStoreTable,
     ref: TableRef,
     *,
     bucket_num: int,
-    partition: Mapping[str, str] | None = None,
+    partitions: Sequence[Mapping[str, str]] | None = None,
     executor: TaskExecutor | None = None,
     dry_run: bool = False,
 ) -> RescaleResult:
     """rescale_table on a table the caller holds open (`ref` must reopen the same table)."""
     check_rescalable(table, bucket_num)
+    specs = partition_specs(table, partitions)
     return run_planned(
         lambda: plan_rescale(
-            read_levels(table, partition=partition, with_stats=not dry_run), bucket_num
+            select_partitions(read_levels(table, with_stats=not dry_run), specs), bucket_num
         ),
         lambda plan: execute_rescale(table, ref, plan, executor),
         dry_run=dry_run,
@@ -419,16 +478,20 @@ def rescale_table(
     ref: TableRef,
     *,
     bucket_num: int,
-    partition: Mapping[str, str] | None = None,
+    partitions: Sequence[Mapping[str, str]] | None = None,
     executor: TaskExecutor | None = None,
     dry_run: bool = False,
 ) -> RescaleResult:
-    """Rescale the table (or the partitions matching `partition`) to `bucket_num` buckets.
+    """Rescale the table (or the partitions matching any of `partitions`) to `bucket_num`
+    buckets, all in one OVERWRITE snapshot.
 
-    Raises InvalidArgumentError (`ref` is not a TableRef, bucket_num < 1, a partition key the
-    table lacks), UnsupportedLayoutError (append, dynamic- or postpone-bucket tables, layouts
-    we do not compact), InvalidOptionError; not input: CommitConflictError,
-    CorruptMetadataError, TransientStoreError. The table is unchanged on any error.
+    Each spec is {column: value} over some or all partition keys, selecting every partition
+    with those values (`[{"dt": "2024-01-01"}]` rescales one day). Raises InvalidArgumentError
+    (`ref` is not a TableRef, bucket_num < 1, malformed specs, a partition key the table
+    lacks), PartitionNotFoundError (a spec matching no partition holding data),
+    UnsupportedLayoutError (append, dynamic- or postpone-bucket tables, layouts we do not
+    compact), InvalidOptionError; not input: CommitConflictError, CorruptMetadataError,
+    TransientStoreError. The table is unchanged on any error.
     """
     if not isinstance(ref, TableRef):
         raise InvalidArgumentError(
@@ -438,7 +501,7 @@ def rescale_table(
         ref.open(),
         ref,
         bucket_num=bucket_num,
-        partition=partition,
+        partitions=partitions,
         executor=executor,
         dry_run=dry_run,
     )

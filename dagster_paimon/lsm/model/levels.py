@@ -153,6 +153,16 @@ class TableLevels:
         return self.append_health() if self.is_append else self.health()
 
 
+def check_partition_keys(table: FileStoreTable, spec: Mapping[str, str]) -> None:
+    """Refuse a partition spec naming a column that is not a partition key of the table."""
+    unknown = sorted(set(spec) - set(table.partition_keys))
+    if unknown:
+        raise InvalidArgumentError(
+            f"{unknown} are not partition keys of {table.identifier.get_full_name()} "
+            f"(partition keys: {list(table.partition_keys) or 'none'})"
+        )
+
+
 def read_levels(
     table: FileStoreTable,
     snapshot_id: int | None = None,
@@ -180,12 +190,7 @@ def levels_at(
     """Levels as of a snapshot already read (None: an empty table); see read_levels."""
     options = CompactionOptions.from_table_options(table.table_schema.options)
     wanted = dict(partition or {})
-    unknown = sorted(set(wanted) - set(table.partition_keys))
-    if unknown:
-        raise InvalidArgumentError(
-            f"{unknown} are not partition keys of {table.identifier.get_full_name()} "
-            f"(partition keys: {list(table.partition_keys) or 'none'})"
-        )
+    check_partition_keys(table, wanted)
     grouped: dict[tuple[Partition, int], tuple[int, list[DataFileMeta]]] = {}
     for entry in live_entries(table, snapshot, with_stats=with_stats):
         part = Partition.of_row(entry.partition)

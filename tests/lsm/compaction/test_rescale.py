@@ -16,6 +16,7 @@ from dagster_paimon.errors import (
     CommitConflictError,
     InvalidArgumentError,
     InvalidTableSpecError,
+    PartitionNotFoundError,
     UnsupportedLayoutError,
 )
 from dagster_paimon.lsm.compaction import LocalExecutor
@@ -112,7 +113,9 @@ def test_one_partition(warehouse, old, new):
     other = {
         e.file.file_name for e in entries(warehouse) if tuple(e.partition.values) != (DAYS[0],)
     }
-    result = rescale_table(TableRef(warehouse, "db.t"), bucket_num=new, partition={"dt": DAYS[0]})
+    result = rescale_table(
+        TableRef(warehouse, "db.t"), bucket_num=new, partitions=[{"dt": DAYS[0]}]
+    )
     assert result.partitions == ({"dt": DAYS[0]},)
     model.check()
     by_part = buckets_by_partition(warehouse)
@@ -122,6 +125,71 @@ def test_one_partition(warehouse, old, new):
     assert {
         e.file.file_name for e in entries(warehouse) if tuple(e.partition.values) == (DAYS[1],)
     } == other
+
+
+THREE_DAYS = (*DAYS, "2024-01-03")
+
+
+def three_days(ids, tag: str) -> pa.Table:
+    """Rows spread over three partitions."""
+    ids = list(ids)
+    return pa.table(
+        {"dt": [THREE_DAYS[i % 3] for i in ids], "id": ids, "v": [f"{tag}{i}" for i in ids]},
+        schema=ORDERS_SCHEMA,
+    )
+
+
+def fill_three_days(warehouse: str) -> Model:
+    """Two overlapping commits over three partitions."""
+    model = Model(warehouse)
+    model.write(three_days(range(0, 45), "a"))
+    model.write(three_days(range(20, 60), "b"))
+    return model
+
+
+def test_several_partitions_in_one_overwrite(warehouse):
+    make(warehouse, bucket=2, partitioned=True)
+    model = fill_three_days(warehouse)
+    before = latest_id(open_table(warehouse, "db.t"))
+    kept = {e.file.file_name for e in entries(warehouse) if e.partition.values[0] == DAYS[1]}
+    specs = [{"dt": THREE_DAYS[2]}, {"dt": THREE_DAYS[0]}, {"dt": THREE_DAYS[0]}]
+    result = rescale_table(TableRef(warehouse, "db.t"), bucket_num=3, partitions=specs)
+    table = open_table(warehouse, "db.t")
+    assert result.snapshot_id == before + 1 == latest_id(table)
+    assert table.snapshot_manager().get_latest_snapshot().commit_kind == "OVERWRITE"
+    assert result.partitions == ({"dt": THREE_DAYS[0]}, {"dt": THREE_DAYS[2]})
+    model.check()
+    by_part = buckets_by_partition(warehouse)
+    for day in (THREE_DAYS[0], THREE_DAYS[2]):
+        assert {t for _, t in by_part[(day,)]} == {3} and all(b < 3 for b, _ in by_part[(day,)])
+    assert {e.file.file_name for e in entries(warehouse) if e.partition.values[0] == DAYS[1]} == (
+        kept
+    )
+
+
+@pytest.mark.parametrize(
+    ("partitions", "error", "match"),
+    [
+        ([{"region": "eu"}], InvalidArgumentError, "not partition keys"),
+        ([{"dt": DAYS[0]}, {"dt": "1999-01-01"}], PartitionNotFoundError, "dt=1999-01-01"),
+        ([], InvalidArgumentError, "empty"),
+        ({"dt": DAYS[0]}, InvalidArgumentError, "list of partition specs"),
+        (["dt=2024-01-01"], InvalidArgumentError, "mapping"),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_bad_partition_specs_change_nothing(warehouse, partitions, error, match, dry_run):
+    make(warehouse, bucket=2, partitioned=True)
+    model = fill(warehouse)
+    table = open_table(warehouse, "db.t")
+    before, files = latest_id(table), data_files_on_disk(table)
+    with pytest.raises(error, match=match):
+        rescale_table(
+            TableRef(warehouse, "db.t"), bucket_num=4, partitions=partitions, dry_run=dry_run
+        )
+    assert latest_id(open_table(warehouse, "db.t")) == before
+    assert data_files_on_disk(open_table(warehouse, "db.t")) == files
+    model.check()
 
 
 def test_pypaimon_writes_after(warehouse):
@@ -167,7 +235,7 @@ def test_concurrent_commit_conflicts(warehouse):
         rescale_table(
             TableRef(warehouse, "db.t"),
             bucket_num=4,
-            partition={"dt": DAYS[0]},
+            partitions=[{"dt": DAYS[0]}],
             executor=RacingExecutor(race),
         )
     table = open_table(warehouse, "db.t")
@@ -188,7 +256,7 @@ def test_concurrent_commit_elsewhere_is_fine(warehouse):
     rescale_table(
         TableRef(warehouse, "db.t"),
         bucket_num=3,
-        partition={"dt": DAYS[0]},
+        partitions=[{"dt": DAYS[0]}],
         executor=RacingExecutor(race),
     )
     model.check()
@@ -259,9 +327,9 @@ def test_paimon_table_rescale(warehouse):
     make(warehouse, bucket=2, partitioned=True)
     model = fill(warehouse)
     table = PaimonTable.open(warehouse, "db.t")
-    preview = table.rescale(bucket_num=3, partition={"dt": DAYS[1]}, dry_run=True)
+    preview = table.rescale(bucket_num=3, partitions=[{"dt": DAYS[1]}], dry_run=True)
     assert isinstance(preview, RescaleResult) and preview.dry_run
-    result = table.rescale(bucket_num=3, partition={"dt": DAYS[1]})
+    result = table.rescale(bucket_num=3, partitions=[{"dt": DAYS[1]}])
     assert result.metrics()["bucket_num"] == 3 and result.metrics()["files_written"] > 0
     model.check()
     assert {t for _, t in buckets_by_partition(warehouse)[(DAYS[1],)]} == {3}
@@ -290,7 +358,18 @@ def test_cli_rescale(capsys, warehouse):
     code = main([*base, "--bucket-num", "0"])
     _, err = capsys.readouterr()
     assert code != 0 and "bucket-num" in err
+    code = main([*base, "--bucket-num", "3", "--partition", f"dt={DAYS[1]}", "--partition", "dt=x"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "dt=x" in err
     assert latest_id(open_table(warehouse, "db.t")) == 4
+    days = [arg for day in DAYS for arg in ("--partition", f"dt={day}")]
+    code = main([*base, "--bucket-num", "3", *days, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["partitions"] == [{"dt": day} for day in DAYS]
+    assert latest_id(open_table(warehouse, "db.t")) == 5
+    assert {t for ts in buckets_by_partition(warehouse).values() for _, t in ts} == {3}
+    model.check()
 
 
 def test_our_ingest_refuses_a_partition_of_another_bucket_count(warehouse):
@@ -301,7 +380,7 @@ def test_our_ingest_refuses_a_partition_of_another_bucket_count(warehouse):
 
     make(warehouse, bucket=2, partitioned=True)
     model = fill(warehouse)
-    rescale_table(TableRef(warehouse, "db.t"), bucket_num=4, partition={"dt": DAYS[0]})
+    rescale_table(TableRef(warehouse, "db.t"), bucket_num=4, partitions=[{"dt": DAYS[0]}])
     table = open_table(warehouse, "db.t")
     before, on_disk = latest_id(table), data_files_on_disk(table)
     with pytest.raises(InvalidOptionError, match="rescaled"):
