@@ -289,20 +289,23 @@ MODES = (
     Unsupported(
         ROW_TRACKING,
         "1.3",
-        frozenset({COMPACTION}),
-        "Java keeps each row's _ROW_ID and _SEQUENCE_NUMBER through an append compaction (the "
-        "rewritten files carry the first file's first_row_id and the rows' ids as columns); "
-        "we would drop them",
-        "BaseAppendFileStoreWrite.compactRewrite, RowTrackingUtils",
+        WRITES,
+        "Java assigns each appended file its first row id at commit, from the snapshot's "
+        "nextRowId, and keeps each row's _ROW_ID and _SEQUENCE_NUMBER through an append "
+        "compaction (the rewritten files carry the first file's first_row_id and the rows' ids "
+        "as columns); our commits assign none and our compaction would drop them",
+        "FileStoreCommitImpl.assignRowTracking, BaseAppendFileStoreWrite.compactRewrite, "
+        "RowTrackingUtils",
         _append(_flag(ROW_TRACKING)),
     ),
     Unsupported(
         DATA_EVOLUTION,
         "1.3",
-        frozenset({COMPACTION}),
-        "Java compacts a data-evolution table by row-id ranges, merging the column files "
-        "that share one (DataEvolutionCompactCoordinator); we would compact files alone",
-        "DataEvolutionCompactCoordinator, CompactProcedure",
+        WRITES,
+        "it needs row tracking (first row ids assigned at commit, which our commits do not), "
+        "and Java compacts it by row-id ranges, merging the column files that share one "
+        "(DataEvolutionCompactCoordinator); we would compact files alone",
+        "FileStoreCommitImpl.assignRowTracking, DataEvolutionCompactCoordinator",
         _append(_flag(DATA_EVOLUTION)),
     ),
     Unsupported(
@@ -409,6 +412,20 @@ MODES = (
         "'variant.shreddingSchema'; we have no mapping for it",
         "org.apache.paimon.types.VariantType",
         _typed("VARIANT"),
+    ),
+    Unsupported(
+        "BLOB on an append table",
+        "1.4",
+        WRITES,
+        "Java writes an append table's BLOB values to separate '.blob' files beside each data "
+        "file; we would inline them (and a compaction would leave the '.blob' files behind)",
+        "BlobFileWriter, RollingBlobFileWriter",
+        _append(
+            _named(
+                "BLOB on an append table",
+                lambda schema: _typed("BLOB")(schema) or _columns(BLOB_FIELD)(schema),
+            )
+        ),
     ),
     Unsupported(
         "BLOB type",

@@ -89,6 +89,9 @@ TABLES: dict[str, Callable] = {
     "data-evolution.enabled": lambda s: _options(
         **{"data-evolution.enabled": "true", "row-tracking.enabled": "true"}
     )(replace(s, primary_keys=[])),
+    "BLOB on an append table": lambda s: _column("b", AtomicType("BLOB"))(
+        replace(s, primary_keys=[])
+    ),
     "clustering.incremental": lambda s: _options(
         **{"clustering.incremental": "true", "clustering.columns": "v"}
     )(replace(s, primary_keys=[])),

@@ -8,33 +8,24 @@ import pyarrow as pa
 from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError, UnsupportedLayoutError
+from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
 from dagster_paimon.io.formats import check_writable_format
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.lsm.write.bucket import is_dynamic, total_buckets
 from dagster_paimon.lsm.write.cast import cast_column
 from dagster_paimon.lsm.write.dynamic import check_dynamic_writable
 from dagster_paimon.options import (
+    BUCKET_KEY,
     CHANGELOG_PRODUCER,
     ROWKIND_FIELD,
     changelog_producer,
-    flag,
 )
-from dagster_paimon.unsupported import (
-    BLOB_FIELD,
-    INGEST,
-    _columns,
-    _typed,
-    check_supported_layout,
-)
+from dagster_paimon.unsupported import INGEST, check_supported_layout
 
 ROW_KIND_COLUMN = "_row_kind"
 HIDDEN_PREFIX = "__paimon_"
 BUCKET_COLUMN = HIDDEN_PREFIX + "bucket"
 ORDINAL_COLUMN = HIDDEN_PREFIX + "ordinal"
-BUCKET_KEY = "bucket-key"
-ROW_TRACKING = "row-tracking.enabled"
-DATA_EVOLUTION = "data-evolution.enabled"
 
 _INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
 
@@ -191,26 +182,8 @@ def to_table_types(batch: pa.RecordBatch, layout: WriteLayout) -> pa.RecordBatch
 
 
 def check_append_writable(schema: TableSchema) -> None:
-    """Refuse append tables whose files need what our writer does not stamp or shape.
-
-    Row tracking (and data evolution, which needs it) gives every APPEND file a _FIRST_ROW_ID
-    assigned at commit from the snapshot's nextRowId (FileStoreCommitImpl.assignRowTracking);
-    our commits do not assign them. A bucketed append table without 'bucket-key' is refused by
-    Java itself (SchemaValidation).
-    """
-    blobs = _typed("BLOB")(schema) or _columns(BLOB_FIELD)(schema)
-    if blobs:
-        raise UnsupportedLayoutError(
-            f"an append table with {blobs}: Java writes those values to separate '.blob' files "
-            "beside each data file (BlobFileWriter); dagster-paimon's ingest would inline them"
-        )
-    for key in (ROW_TRACKING, DATA_EVOLUTION):
-        if flag(schema.options, key):
-            raise UnsupportedLayoutError(
-                f"table option '{key}' is true: Java assigns each appended file its first row "
-                "id at commit, which dagster-paimon's ingest does not; write with Java, Spark "
-                "SQL or pypaimon instead"
-            )
+    """A bucketed append table without 'bucket-key' is refused, as Java refuses it
+    (SchemaValidation); the modes Java writes differently are refused in unsupported.py."""
     if total_buckets(schema) > 0 and not schema.options.get(BUCKET_KEY):
         raise InvalidOptionError(
             f"a bucketed append table needs the table option '{BUCKET_KEY}' (Java refuses it "

@@ -1,4 +1,4 @@
-"""check_append_writable: the append tables whose files our ingest cannot shape are refused."""
+"""Append tables whose files our ingest cannot shape are refused before anything is written."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 
 from dagster_paimon.errors import InvalidOptionError, UnsupportedLayoutError
 from dagster_paimon.lsm.write.layout import check_append_writable
+from dagster_paimon.unsupported import INGEST, check_supported_layout
 from tests.ingest.test_append import BUCKETED, create_log
 
 
@@ -20,7 +21,7 @@ def log_schema(warehouse):
     ("options", "error", "match"),
     [
         ({"row-tracking.enabled": "true"}, UnsupportedLayoutError, "first row id"),
-        ({"data-evolution.enabled": "true"}, UnsupportedLayoutError, "first row id"),
+        ({"data-evolution.enabled": "true"}, UnsupportedLayoutError, "row tracking"),
         ({"blob-field": "v"}, UnsupportedLayoutError, "'.blob' files"),
         ({"bucket-key": ""}, InvalidOptionError, "needs the table option 'bucket-key'"),
     ],
@@ -28,6 +29,7 @@ def log_schema(warehouse):
 def test_refused(log_schema, options, error, match):
     schema = replace(log_schema, options={**log_schema.options, **options})
     with pytest.raises(error, match=match):
+        check_supported_layout(schema, operation=INGEST)
         check_append_writable(schema)
 
 
