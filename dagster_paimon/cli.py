@@ -1110,8 +1110,7 @@ def _table_row(
 def _tables_text(rows: list[dict[str, Any]]) -> str:
     """One aligned line per table: primary-key tables, then append tables (their own
     columns), then the skipped and unreadable ones."""
-    from dagster_paimon.lsm.model.append_health import APPEND
-    from dagster_paimon.lsm.model.health import PRIMARY_KEY
+    from dagster_paimon.table import APPEND, PRIMARY_KEY
 
     lsm = ["table", "snapshot", "buckets", "files", "bytes", "L0", "max-runs", "max-amp %"]
     append = ["table", "snapshot", "buckets", "files", "bytes", "small", "deleted-rows"]

@@ -31,14 +31,11 @@ from dagster_paimon.errors import (
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.options import bucket
 from dagster_paimon.storage.local import local_path
-from dagster_paimon.table import open_catalog
+from dagster_paimon.table import TABLE_KINDS, open_catalog, table_kind
 
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
-PRIMARY_KEY = "primary-key"
-APPEND = "append"
-TABLE_KINDS = (PRIMARY_KEY, APPEND)
 
 
 @dataclass(frozen=True)
@@ -70,7 +67,7 @@ class DiscoveredTable:
     @property
     def kind(self) -> str:
         """PRIMARY_KEY or APPEND (a table without a primary key)."""
-        return PRIMARY_KEY if self.primary_keys else APPEND
+        return table_kind(self.primary_keys)
 
     @property
     def database(self) -> str:

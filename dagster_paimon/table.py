@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -27,6 +27,15 @@ from dagster_paimon.errors import (
 from dagster_paimon.options import BUCKET, BUCKET_KEY, DYNAMIC_BUCKET, POSTPONE_BUCKET
 from dagster_paimon.redaction import masked_options
 from dagster_paimon.storage.warehouse import warehouse_for
+
+PRIMARY_KEY = "primary-key"
+APPEND = "append"
+TABLE_KINDS = (PRIMARY_KEY, APPEND)
+
+
+def table_kind(primary_keys: Sequence[str]) -> str:
+    """APPEND for a table without a primary key (files concatenated), else PRIMARY_KEY."""
+    return PRIMARY_KEY if primary_keys else APPEND
 
 
 @dataclass(frozen=True)

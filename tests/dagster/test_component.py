@@ -215,6 +215,12 @@ def test_state_then_definitions_then_sensor_then_compaction(project):
 
 
 def test_kinds_restrict_adoption_to_primary_key_tables(tmp_path, warehouse, monkeypatch):
+    from typing import get_args
+
+    from dagster_paimon.dagster.component import TableKind
+    from dagster_paimon.table import TABLE_KINDS
+
+    assert get_args(TableKind) == TABLE_KINDS, "the YAML's kinds are discovery's"
     build_warehouse(warehouse)
     monkeypatch.setenv("TEST_PAIMON_WAREHOUSE", warehouse)
     root = tmp_path / "pk_only"

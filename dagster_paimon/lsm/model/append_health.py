@@ -22,11 +22,11 @@ from dagster_paimon.options import (
     read_option,
 )
 from dagster_paimon.results import DETAIL, METRIC, Reported
+from dagster_paimon.table import APPEND
 
 # CoreOptions.targetFileSize(hasPrimaryKey=false) and COMPACTION_SMALL_FILE_RATIO's default
 APPEND_TARGET_FILE_SIZE = 256 * 1024 * 1024
 DEFAULT_SMALL_FILE_RATIO = 0.7
-APPEND: str = "append"
 
 
 def small_file_bytes(options: Mapping[str, str]) -> int:

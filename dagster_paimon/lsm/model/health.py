@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, ClassVar
 from dagster_paimon.lsm.model.runs import LevelSortedRun, run_size
 from dagster_paimon.options import POSTPONE_BUCKET
 from dagster_paimon.results import DETAIL, METRIC, Reported
+from dagster_paimon.table import PRIMARY_KEY
 
 if TYPE_CHECKING:
     from dagster_paimon.lsm.model.levels import Levels
-
-PRIMARY_KEY: str = "primary-key"
 
 
 def size_amplification_percent(runs: list[LevelSortedRun]) -> float:
