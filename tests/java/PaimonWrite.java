@@ -179,7 +179,9 @@ public class PaimonWrite {
             this.compacting = table.copy(Collections.singletonMap("write-only", "false"));
             this.stream = stream;
             this.writeOnly = table.options().getOrDefault("write-only", "false").equals("true");
-            this.dynamic = table.options().getOrDefault("bucket", "-1").equals("-1");
+            this.dynamic =
+                    !table.primaryKeys().isEmpty()
+                            && table.options().getOrDefault("bucket", "-1").equals("-1");
             this.waitCompaction = !writeOnly && needLookup(table.options());
             if (stream) {
                 builder = table.newStreamWriteBuilder();
