@@ -6,8 +6,8 @@ Run: uv run python bench/append_compaction.py [--files 10000] [--rows-per-file 1
 
 Builds (once, cached with --keep) an append table (bucket -1, no primary key) of TPC-H lineitem
 from `tpchgen-cli` (decimals as doubles, which Paimon Java reads from pypaimon's files), written
-by pypaimon as --files parquet files of --rows-per-file rows (pypaimon's writer rolls at
-`target-file-row-num`, given to the writer only, not stored in the table), then prints, each
+by pypaimon as --files parquet files of --rows-per-file rows (one pypaimon writer per file, a
+commit per 500,000 rows), then prints, each
 measured in a child process of its own (seconds inside it, wall with start, peak RSS):
   (a) the floor: pyarrow reading every input file and writing the same rows into parquet files
       of the table's target-file-size, with the table's writer settings (zstd level 1); no Paimon
@@ -64,23 +64,28 @@ def build(warehouse: Path, source: Path, files: int, rows_per_file: int) -> None
         f"{DATABASE}.{TABLE}", Schema.from_pyarrow_schema(schema, options={"bucket": "-1"}), False
     )
     table = catalog.get_table(f"{DATABASE}.{TABLE}")
-    writing = table.copy({"target-file-row-num": str(rows_per_file)})
     per_commit = max(1, 500_000 // rows_per_file) * rows_per_file
     written = 0
     t0 = time.perf_counter()
     for batch in parquet.iter_batches(batch_size=per_commit):
-        batch = batch.slice(0, min(batch.num_rows, needed - written))
-        if batch.num_rows == 0:
+        data = pa.Table.from_batches([batch.slice(0, needed - written)]).cast(schema)
+        if data.num_rows == 0:
             break
-        builder = writing.new_batch_write_builder()
-        writer, committer = builder.new_write(), builder.new_commit()
+        builder = table.new_batch_write_builder()
+        messages = []
+        for start in range(0, data.num_rows, rows_per_file):
+            writer = builder.new_write()  # one writer, one file
+            try:
+                writer.write_arrow(data.slice(start, rows_per_file))
+                messages.extend(writer.prepare_commit())
+            finally:
+                writer.close()
+        committer = builder.new_commit()
         try:
-            writer.write_arrow(pa.Table.from_batches([batch]).cast(schema))
-            committer.commit(writer.prepare_commit())
+            committer.commit(messages)
         finally:
-            writer.close()
             committer.close()
-        written += batch.num_rows
+        written += data.num_rows
     print(f"  wrote {written} rows with pypaimon in {time.perf_counter() - t0:.1f} s")
 
 
@@ -177,6 +182,8 @@ def main() -> None:
     parser.add_argument("--no-java", action="store_true", help="skip (c)")
     parser.add_argument("--keep", help="reuse/keep the warehouse (and TPC-H data) here")
     args = parser.parse_args()
+    # tpchgen-cli is installed beside this interpreter, on PATH or not (`uv run` puts it there)
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     root = Path(args.keep or tempfile.mkdtemp(prefix="bench-append-"))
     pristine = root / f"pristine-{args.files}x{args.rows_per_file}"
     try:
