@@ -37,10 +37,14 @@ from pypaimon.schema.table_schema import TableSchema
 from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
 from dagster_paimon.options import (
     CHANGELOG_FILE_FORMAT,
+    CLUSTERING_INCREMENTAL,
+    DATA_EVOLUTION,
     DATA_FILE_EXTERNAL_PATHS_STRATEGY,
+    DELETION_VECTORS,
     EXTERNAL_PATH_STRATEGIES,
     FILE_FORMAT,
     FILE_FORMAT_PER_LEVEL,
+    ROW_TRACKING,
     file_format,
     flag,
     names,
@@ -147,6 +151,16 @@ def _primary_key(find: Finder) -> Finder:
 def _append_table(schema: TableSchema) -> str | None:
     """A table without a primary key (an append table)."""
     return None if schema.primary_keys else "no primary key (an append table)"
+
+
+def _named(name: str, find: Finder) -> Finder:
+    """What `find` reports, under the mode's name."""
+    return lambda schema: f"{name} ({found})" if (found := find(schema)) else None
+
+
+def _append(find: Finder) -> Finder:
+    """Only on append tables (no primary key)."""
+    return lambda schema: None if schema.primary_keys else find(schema)
 
 
 def _foreign_format(schema: TableSchema) -> str | None:
@@ -268,11 +282,51 @@ MODES = (
     Unsupported(
         "append table",
         "0.4",
-        frozenset(OPERATIONS) - {ORPHAN_REMOVAL},
-        "an append table's files are compacted by AppendCompactCoordinator (unaware bucket) or "
-        "BucketedAppendCompactManager, not by the LSM merge; its files carry no key fields",
-        "AppendCompactCoordinator, BucketedAppendCompactManager, AppendOnlyFileStoreWrite",
+        frozenset(OPERATIONS) - {ORPHAN_REMOVAL, COMPACTION},
+        "an append table's files carry no key fields and its writers and maintenance differ "
+        "from a primary-key table's",
+        "AppendOnlyFileStoreWrite, AppendCompactCoordinator, BucketedAppendCompactManager",
         _append_table,
+    ),
+    Unsupported(
+        "append table with deletion vectors",
+        "0.9",
+        frozenset({COMPACTION}),
+        "Java applies an append table's deletion vectors while compacting and rewrites the "
+        "index files holding them (per bucket, or per partition for unaware-bucket tables, "
+        "where it also compacts files whose deleted ratio passes "
+        "'compaction.delete-ratio-threshold'); we do not compact such tables yet",
+        "BucketedAppendCompactManager.FullCompactTask, AppendCompactTask, "
+        "AppendDeleteFileMaintainer",
+        _append(_named("append table with deletion vectors", _flag(DELETION_VECTORS))),
+    ),
+    Unsupported(
+        ROW_TRACKING,
+        "1.3",
+        frozenset({COMPACTION}),
+        "Java keeps each row's _ROW_ID and _SEQUENCE_NUMBER through an append compaction (the "
+        "rewritten files carry the first file's first_row_id and the rows' ids as columns); "
+        "we would drop them",
+        "BaseAppendFileStoreWrite.compactRewrite, RowTrackingUtils",
+        _append(_flag(ROW_TRACKING)),
+    ),
+    Unsupported(
+        DATA_EVOLUTION,
+        "1.3",
+        frozenset({COMPACTION}),
+        "Java compacts a data-evolution table by row-id ranges, merging the column files "
+        "that share one (DataEvolutionCompactCoordinator); we would compact files alone",
+        "DataEvolutionCompactCoordinator, CompactProcedure",
+        _append(_flag(DATA_EVOLUTION)),
+    ),
+    Unsupported(
+        CLUSTERING_INCREMENTAL,
+        "1.3",
+        frozenset({COMPACTION}),
+        "Java compacts such append tables by incremental clustering (sorting files by "
+        "'clustering.columns' in levels); we would only concatenate small files",
+        "IncrementalClusterManager, BucketedAppendClusterManager",
+        _append(_flag(CLUSTERING_INCREMENTAL)),
     ),
     Unsupported(
         PK_CLUSTERING_OVERRIDE,

@@ -81,6 +81,18 @@ def _options(**options: str) -> Callable:
 # one table per mode of MODES, the way Java's writer would have left it
 TABLES: dict[str, Callable] = {
     "append table": lambda s: replace(s, primary_keys=[]),
+    "append table with deletion vectors": lambda s: _options(
+        **{"deletion-vectors.enabled": "true"}
+    )(replace(s, primary_keys=[])),
+    "row-tracking.enabled": lambda s: _options(**{"row-tracking.enabled": "true"})(
+        replace(s, primary_keys=[])
+    ),
+    "data-evolution.enabled": lambda s: _options(
+        **{"data-evolution.enabled": "true", "row-tracking.enabled": "true"}
+    )(replace(s, primary_keys=[])),
+    "clustering.incremental": lambda s: _options(
+        **{"clustering.incremental": "true", "clustering.columns": "v"}
+    )(replace(s, primary_keys=[])),
     "pk-clustering-override": _options(
         **{"pk-clustering-override": "true", "clustering.columns": "v"}
     ),

@@ -341,15 +341,17 @@ class StatsLayout:
         file_format: str,
         changelog: bool = False,
         thin: bool = False,
+        append: bool = False,
     ) -> StatsLayout:
-        """The layout of files written at `level` (changelog files: `changelog`)."""
+        """The layout of files written at `level` (changelog files: `changelog`; an append
+        table's files, which have no system columns: `append`)."""
         options = schema.options
         mode = table_mode(options, level, changelog=changelog)
         avro = file_format == "avro"
         key_names = [KEY_PREFIX + f.name for f in key_fields]
         value_fields = list(schema.fields)
         value_names = [f.name for f in value_fields]
-        system = ["_SEQUENCE_NUMBER", "_VALUE_KIND"]
+        system = [] if append else ["_SEQUENCE_NUMBER", "_VALUE_KIND"]
         thin_keys = frozenset(f.name for f in key_fields) if thin else frozenset()
         names = [*([] if thin else key_names), *system, *value_names]
         modes = column_modes(names, options, mode, avro=avro, thin_keys=thin_keys)

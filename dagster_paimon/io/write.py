@@ -23,7 +23,14 @@ from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
 from dagster_paimon.io.external import DataFilePaths
 from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan, sidecar_path
 from dagster_paimon.io.formats import FileWriter, check_writable_format, open_writer
-from dagster_paimon.io.kv import RETRACT_KINDS, SEQUENCE_NUMBER, VALUE_KIND, key_columns, kv_schema
+from dagster_paimon.io.kv import (
+    RETRACT_KINDS,
+    SEQUENCE_NUMBER,
+    VALUE_KIND,
+    key_columns,
+    kv_schema,
+    value_schema,
+)
 from dagster_paimon.io.paths import file_extension
 from dagster_paimon.io.stats import FileStats, StatsLayout
 from dagster_paimon.options import (
@@ -137,6 +144,8 @@ class RollingWriter:
 
     Compaction writes at its output level with file source COMPACT; ingest writes level 0 with
     file source APPEND; a changelog (`changelog`) is named changelog-* with file source APPEND.
+    With `first_sequence` it writes an append table's plain rows (no key or system columns, no
+    key statistics) numbered from that sequence on, as Java's RowDataRollingFileWriter does.
     """
 
     def __init__(
@@ -148,8 +157,11 @@ class RollingWriter:
         file_source: int = COMPACT_FILE_SOURCE,
         *,
         changelog: bool = False,
+        first_sequence: int | None = None,
     ):
         schema = table.table_schema
+        self.append = first_sequence is not None
+        self.next_sequence = first_sequence or 0
         check_writable_format(schema)
         self.format = write_format(schema.options, level, changelog=changelog)
         self.table = table
@@ -157,8 +169,8 @@ class RollingWriter:
         self.bucket = bucket
         self.level = level
         self.file_source = file_source
-        self.schema = kv_schema(schema)
-        self.keys = key_columns(schema)
+        self.schema = value_schema(schema) if self.append else kv_schema(schema)
+        self.keys = [] if self.append else key_columns(schema)
         # thin mode (data-file.thin-mode): keys are not stored twice; readers take the values
         self.thin = flag(schema.options, DATA_FILE_THIN_MODE)
         self.file_schema = (
@@ -166,7 +178,7 @@ class RollingWriter:
             if self.thin
             else self.schema
         )
-        self.key_fields = list(table.trimmed_primary_keys_fields)
+        self.key_fields = [] if self.append else list(table.trimmed_primary_keys_fields)
         self.stats = StatsLayout.of(
             schema,
             self.key_fields,
@@ -174,8 +186,9 @@ class RollingWriter:
             file_format=self.format,
             changelog=changelog,
             thin=self.thin,
+            append=self.append,
         )
-        self.target_size = table.options.target_file_size(True)
+        self.target_size = table.options.target_file_size(not self.append)
         self.compression = write_compression(
             schema.options, level, table.options.file_compression("zstd"), changelog=changelog
         )
@@ -240,10 +253,15 @@ class RollingWriter:
         """Write one slice as a row group and fold it into the file's metadata."""
         f.writer.write_batch(batch.drop_columns(self.keys) if self.thin else batch)
         f.rows += batch.num_rows
-        retracts = pc.is_in(batch.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))
-        f.deletes += pc.sum(retracts).as_py() or 0
-        seq = pc.min_max(batch.column(SEQUENCE_NUMBER))
-        low, high = seq["min"].as_py(), seq["max"].as_py()
+        if self.append:
+            low = self.next_sequence
+            self.next_sequence += batch.num_rows
+            high = self.next_sequence - 1
+        else:
+            retracts = pc.is_in(batch.column(VALUE_KIND), pa.array(RETRACT_KINDS, pa.int8()))
+            f.deletes += pc.sum(retracts).as_py() or 0
+            seq = pc.min_max(batch.column(SEQUENCE_NUMBER))
+            low, high = seq["min"].as_py(), seq["max"].as_py()
         f.min_seq = low if f.min_seq is None else min(f.min_seq, low)
         f.max_seq = high if f.max_seq is None else max(f.max_seq, high)
         if f.min_key is None:

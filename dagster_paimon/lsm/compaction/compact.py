@@ -13,7 +13,10 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import CompactProducer
 from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError, transient_errors
-from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor
+from dagster_paimon.lsm.compaction.append_plan import AppendTask, plan_append_tasks
+from dagster_paimon.lsm.compaction.append_task import APPEND_COMPACTION
+from dagster_paimon.lsm.compaction.executor import COMPACTION as COMPACTION_WORK
+from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor, Work
 from dagster_paimon.lsm.compaction.plan import TaskPlan, plan_task
 from dagster_paimon.lsm.compaction.postpone import (
     PLACEMENT,
@@ -140,7 +143,7 @@ class CompactionResult(Reported):
     snapshot_id: int | None
     base_snapshot_id: int | None
     dry_run: bool
-    tasks: tuple[TaskPlan, ...] = ()
+    tasks: tuple[TaskPlan | AppendTask, ...] = ()
     results: tuple[CompactResult, ...] = ()
     moves: tuple[PostponeMove, ...] = ()
     placed_bytes: int = 0
@@ -279,14 +282,16 @@ class CompactionPlan:
     """Every bucket's task against one base snapshot; the commit checks it is still valid.
 
     `moves` are postpone partitions whose rows go into real buckets first; those buckets are
-    planned by `plan_moved` once the move has written their level-0 files.
+    planned by `plan_moved` once the move has written their level-0 files. `work` runs the
+    tasks: the LSM merge, or an append table's rewrite.
     """
 
     table: str
     base_snapshot_id: int | None
-    tasks: tuple[TaskPlan, ...]
+    tasks: tuple[TaskPlan | AppendTask, ...]
     moves: tuple[PostponeMove, ...] = ()
     plan_moved: MovePlanner | None = None
+    work: Work[Any, CompactResult] = COMPACTION_WORK
 
     def preview(self) -> CompactionResult:
         """The tasks, not run."""
@@ -308,6 +313,16 @@ def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPla
     """
     if levels.schema is not None:
         check_supported_layout(levels.schema, operation=COMPACTION)
+        if not levels.schema.primary_keys:
+            appends = plan_append_tasks(levels, levels.schema.options, full=full)
+            log.info(
+                "planned %d append compaction tasks over %d buckets of %s at snapshot %s",
+                len(appends),
+                len(levels.buckets),
+                levels.table,
+                levels.snapshot_id,
+            )
+            return CompactionPlan(levels.table, levels.snapshot_id, appends, work=APPEND_COMPACTION)
     options = compaction_job_options(levels.options)
     check_supported(options)
     expire = RecordLevelExpire.for_table(levels.schema) if levels.schema else None
@@ -381,7 +396,7 @@ def execute_compaction(
                 for t in plan.plan_moved(move, writes)  # type: ignore[misc]
             )
             tasks = (*plan.tasks, *moved)
-            results = executor.run(table, ref, tasks)
+            results = executor.run(table, ref, tasks, plan.work)
         except BaseException:
             discard_placed(table, placed)
             raise
