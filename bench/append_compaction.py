@@ -90,13 +90,14 @@ def build(warehouse: Path, source: Path, files: int, rows_per_file: int) -> None
 
 
 def data_files(warehouse: Path) -> list[Path]:
-    """The live data files of the latest snapshot, as pypaimon plans them."""
-    from pypaimon import CatalogFactory
+    """The live data files of the latest snapshot (manifests of any writer, Java 0.9's too)."""
+    from dagster_paimon.snapshot.entries import live_entries
+    from dagster_paimon.table import open_table
 
-    table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(f"{DATABASE}.{TABLE}")
+    table = open_table(str(warehouse), f"{DATABASE}.{TABLE}")
+    latest = table.snapshot_manager().get_latest_snapshot()
     root = warehouse / f"{DATABASE}.db" / TABLE / "bucket-0"
-    splits = table.new_read_builder().new_scan().plan().splits()
-    return [root / f.file_name for s in splits for f in s.files]
+    return [root / e.file.file_name for e in live_entries(table, latest)]
 
 
 def child(argv: list[str]) -> dict:
