@@ -28,9 +28,9 @@ def test_the_bench_runs_in_its_quick_mode(paimon_java, tmp_path):
     out = done.stdout
     assert "input: 100 files" in out
     files = {
-        line[:3]: int(re.search(r"(\d+) files", line).group(1))
+        line[:3]: int(found.group(1))
         for line in out.splitlines()
-        if line.startswith(("(a)", "(b)", "(c)"))
+        if line.startswith(("(a)", "(b)", "(c)")) and (found := re.search(r"(\d+) files", line))
     }
     # Java 0.9's coordinator bins 50 small files per task: 100 files become 2
     assert files["(c)"] == 2

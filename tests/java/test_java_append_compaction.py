@@ -29,7 +29,7 @@ import pytest
 from pypaimon import CatalogFactory, Schema
 from pypaimon_rust.datafusion import SQLContext
 
-from dagster_paimon import compact_table
+from dagster_paimon.lsm.compaction import compact_table
 from dagster_paimon.table import TableRef
 from tests.conftest import write_with_pypaimon
 from tests.java.test_java_tables import pypaimon_reads_java_manifests
