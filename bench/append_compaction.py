@@ -119,7 +119,7 @@ def child(argv: list[str]) -> dict:
 FLOOR = """
 import json, sys, time
 import pyarrow.parquet as pq
-paths, out, target = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+paths, out, target = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
 t0 = time.perf_counter()
 writer, sink, count = None, None, 0
 for path in paths:
@@ -152,8 +152,9 @@ print(json.dumps({"seconds": time.perf_counter() - t0}))
 def floor(files: list[Path], out: Path, target: int) -> dict:
     """(a): pyarrow reads every file and writes target-size parquet files, no Paimon."""
     out.mkdir(parents=True, exist_ok=True)
-    listing = json.dumps([str(p) for p in files])
-    return child([sys.executable, "-c", FLOOR, listing, str(out), str(target)])
+    listing = out / "inputs.json"
+    listing.write_text(json.dumps([str(p) for p in files]))
+    return child([sys.executable, "-c", FLOOR, str(listing), str(out), str(target)])
 
 
 def ours(warehouse: Path, full: bool) -> dict:
