@@ -101,22 +101,28 @@ def data_files(warehouse: Path) -> list[Path]:
 
 
 def child(argv: list[str]) -> dict:
-    """Run one measured process: its JSON last line, wall seconds with start, its own peak RSS."""
+    """Run one measured process: its JSON last line (with its own peak RSS, VmHWM: a child's
+    rusage would count the parent's memory it was forked from), wall seconds with start."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        process = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT)
-        _, status, usage = os.wait4(process.pid, 0)
+        done = subprocess.run(argv, stdout=out, stderr=err, cwd=ROOT)
         wall = time.perf_counter() - t0
-        process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        if process.returncode != 0:
+        if done.returncode != 0:
             raise SystemExit(f"{argv[0]} failed:\n{err.read().decode()[-3000:]}")
         report = json.loads(out.read().decode().strip().splitlines()[-1])
-    return {**report, "wall": wall, "rss_mb": usage.ru_maxrss / 1024}
+    return {**report, "wall": wall, "rss_mb": report["peakRssKb"] / 1024}
 
 
-FLOOR = """
+PEAK = """
+def peak_rss_kb():
+    return int(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM")))
+"""
+
+FLOOR = (
+    PEAK
+    + """
 import json, sys, time
 import pyarrow.parquet as pq
 paths, out, target = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
@@ -136,17 +142,21 @@ for path in paths:
 if writer is not None:
     writer.close()
     sink.close()
-print(json.dumps({"seconds": time.perf_counter() - t0, "files": count}))
+print(json.dumps({"seconds": time.perf_counter() - t0, "files": count, "peakRssKb": peak_rss_kb()}))
 """
+)
 
-OURS = """
+OURS = (
+    PEAK
+    + """
 import json, sys, time
 from dagster_paimon import compact_table
 from dagster_paimon.table import TableRef
 t0 = time.perf_counter()
 compact_table(TableRef.of(sys.argv[1], sys.argv[2]), full=sys.argv[3] == "full")
-print(json.dumps({"seconds": time.perf_counter() - t0}))
+print(json.dumps({"seconds": time.perf_counter() - t0, "peakRssKb": peak_rss_kb()}))
 """
+)
 
 
 def floor(files: list[Path], out: Path, target: int) -> dict:

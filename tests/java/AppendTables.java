@@ -36,6 +36,9 @@ import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.types.DataTypeRoot;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -58,7 +61,8 @@ import java.util.UUID;
  *       tables: the argument is ignored). A bucketed table gets BatchTableWrite.compact(partition,
  *       bucket, full) for every bucket (BucketedAppendCompactManager), as Spark's procedure and
  *       Flink's batch compact job do with full = true. Prints {"tasks": [files per task], "ms":
- *       milliseconds of planning, rewriting and committing, "snapshot": latest id}.
+ *       milliseconds of planning, rewriting and committing, "peakRssKb": the JVM's peak resident
+ *       set, "snapshot": latest id}.
  *   <li>{@code delete COLUMN VALUES}: Spark's DELETE of a deletion-vector table: every live row
  *       whose integer COLUMN is in the JSON array VALUES gets a deletion vector bit, through
  *       AppendDeletionFileMaintainer (per partition for unaware buckets, per bucket otherwise),
@@ -146,7 +150,22 @@ public class AppendTables {
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("tasks", tasks);
         out.put("ms", (System.nanoTime() - start) / 1_000_000);
+        out.put("peakRssKb", peakRssKb());
         return out;
+    }
+
+    /** This JVM's own peak resident set (Linux's VmHWM), or null elsewhere. */
+    private static Long peakRssKb() {
+        try {
+            for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", ""));
+                }
+            }
+        } catch (IOException e) {
+            return null;
+        }
+        return null;
     }
 
     private static Map<String, Object> delete(FileStoreTable table, String column, JsonNode values)
