@@ -133,7 +133,8 @@ public class PaimonRead {
         throw new IllegalStateException("the streaming read never caught up with " + latest);
     }
 
-    private static List<List<Object>> rows(
+    /** The rows the splits read, in field order (AppendTables reads per bucket through it). */
+    static List<List<Object>> rows(
             Table table, ReadBuilder builder, List<Split> splits, boolean kinds) throws Exception {
         List<DataField> fields = table.rowType().getFields();
         InternalRow.FieldGetter[] getters = new InternalRow.FieldGetter[fields.size()];

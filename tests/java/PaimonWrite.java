@@ -56,7 +56,8 @@ import java.util.Map;
  * one, with write-only switched off); or {"addColumn": [name, type]}, a schema change through the
  * catalog (the writer then restarts on the new schema); or {"tag": name}, a tag of the latest
  * snapshot. A stream job waits for its compaction at each commit where Flink's sink does
- * (lookup-based tables). Dynamic-bucket tables (bucket -1) get their buckets from Paimon's HashBucketAssigner,
+ * (lookup-based tables). Dynamic-bucket primary-key tables (bucket -1) get their buckets from
+ * Paimon's HashBucketAssigner (an append table with bucket -1 is unaware-bucket: written as is),
  * as Flink's dynamic-bucket sink assigns them.
  * Prints one line per step: {"step": N, "messages": M, "snapshot": latest snapshot id or null}.
  *
@@ -179,7 +180,9 @@ public class PaimonWrite {
             this.compacting = table.copy(Collections.singletonMap("write-only", "false"));
             this.stream = stream;
             this.writeOnly = table.options().getOrDefault("write-only", "false").equals("true");
-            this.dynamic = table.options().getOrDefault("bucket", "-1").equals("-1");
+            this.dynamic =
+                    !table.primaryKeys().isEmpty()
+                            && table.options().getOrDefault("bucket", "-1").equals("-1");
             this.waitCompaction = !writeOnly && needLookup(table.options());
             if (stream) {
                 builder = table.newStreamWriteBuilder();

@@ -311,6 +311,43 @@ class PaimonJava:
         out = self._run("partition expiry", harness, warehouse, database, table, now)
         return json.loads(out.strip().splitlines()[-1])
 
+    def append_compact(self, warehouse: str, database: str, table: str, *, full: bool) -> dict:
+        """Paimon's dedicated compaction job of an append table, batch mode (see
+        AppendTables.java): files per task, milliseconds inside the JVM, latest snapshot."""
+        out = self._run(
+            "append compaction",
+            "AppendTables",
+            "compact",
+            warehouse,
+            database,
+            table,
+            "full" if full else "auto",
+        )
+        return json.loads(out.strip().splitlines()[-1])
+
+    def append_delete(
+        self, warehouse: str, database: str, table: str, column: str, values: list[int]
+    ) -> dict:
+        """Spark's DELETE of a deletion-vector append table, through Paimon's
+        AppendDeletionFileMaintainer: rows whose `column` is in `values` get deletion vectors."""
+        out = self._run(
+            "append delete",
+            "AppendTables",
+            "delete",
+            warehouse,
+            database,
+            table,
+            column,
+            json.dumps(values),
+        )
+        return json.loads(out.strip().splitlines()[-1])
+
+    def append_layout(self, warehouse: str, database: str, table: str) -> list[dict]:
+        """Each (partition, bucket) Paimon's batch read plans: its data files and its rows in
+        read order."""
+        out = self._run("append layout", "AppendTables", "layout", warehouse, database, table)
+        return json.loads(out.strip().splitlines()[-1])["buckets"]
+
 
 def auto_tags(
     java: PaimonJava, warehouse: str, database: str, table: str, *, delete: str | None = None
