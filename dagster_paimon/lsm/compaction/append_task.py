@@ -17,9 +17,10 @@ from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.read import READ_BUFFER_ROWS, read_file
 from dagster_paimon.io.vectors import positions_of
 from dagster_paimon.io.write import COMPACT_FILE_SOURCE, RollingWriter, write_all
-from dagster_paimon.lsm.compaction.append_plan import AppendTask
+from dagster_paimon.lsm.compaction.append_plan import UNAWARE_BUCKET, AppendTask
 from dagster_paimon.lsm.compaction.executor import Work, discard_results
 from dagster_paimon.lsm.compaction.task import CompactResult
+from dagster_paimon.options import bucket
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +46,18 @@ def _rows(
 
 def _rewritten_index(
     table: FileStoreTable, task: AppendTask, vectors: BucketVectors | None
-) -> IndexFileMeta | None:
-    """The bucket's index without the rewritten files' vectors (None if it held none of them)."""
+) -> tuple[IndexFileMeta | None, bool]:
+    """The bucket's index without the rewritten files' vectors (None if it held none of them),
+    and whether the index goes instead: an unaware-bucket partition's once no vector is left
+    (AppendDeleteFileMaintainer; a bucket keeps an empty one, as BucketedDvMaintainer does)."""
     if vectors is None:
-        return None
+        return None, False
     vectors.remove(f.file_name for f in task.files)
-    return vectors.write(table, task.partition, task.bucket) if vectors.modified else None
+    if not vectors.modified:
+        return None, False
+    if not vectors.vectors and bucket(table.table_schema.options) == UNAWARE_BUCKET:
+        return None, True
+    return vectors.write(table, task.partition, task.bucket), False
 
 
 def run_append_task(table: FileStoreTable, task: AppendTask) -> CompactResult:
@@ -72,7 +79,7 @@ def run_append_task(table: FileStoreTable, task: AppendTask) -> CompactResult:
     )
     new_files = tuple(write_all(writer, _rows(table, task, vectors)))
     try:
-        index = _rewritten_index(table, task, vectors)
+        index, dropped = _rewritten_index(table, task, vectors)
     except BaseException:
         delete_data_files(table, task.partition, task.bucket, new_files)
         raise
@@ -85,7 +92,8 @@ def run_append_task(table: FileStoreTable, task: AppendTask) -> CompactResult:
             added=new_files,
             new_files=new_files,
             index=index,
-            base_index=task.dv_index.file_name if index and task.dv_index else None,
+            base_index=task.dv_index.file_name if task.dv_index else None,
+            drop_index=dropped,
         ),
         bytes_read=task.rewritten_bytes,
         bytes_written=sum(f.file_size for f in new_files),
