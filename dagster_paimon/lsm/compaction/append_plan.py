@@ -234,8 +234,9 @@ def _vector_files(tree: BucketLevels, options: AppendOptions) -> frozenset[str]:
 
 
 def _task(tree: BucketLevels, files: Sequence[DataFileMeta], options: AppendOptions) -> AppendTask:
-    """A task over files of the bucket, carrying its index when vectors are enabled."""
-    index = tree.dv_index if options.deletion_vectors else None
+    """A task over files of the bucket, carrying its index when one of them has a vector."""
+    marked = _vector_files(tree, options)
+    index = tree.dv_index if any(f.file_name in marked for f in files) else None
     return AppendTask(tree.partition, tree.bucket, tree.total_buckets, tuple(files), index)
 
 

@@ -9,6 +9,7 @@ the others keep theirs.
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 
 import pytest
@@ -238,6 +239,18 @@ def test_a_bucket_with_several_index_files_is_refused(warehouse):
     with pytest.raises(UnsupportedLayoutError, match="several deletion-vector index files"):
         compact_table(TableRef(warehouse, REF))
     assert latest(table).id == snapshot.id
+
+
+def test_a_task_with_vectors_travels_to_executors_whole(warehouse):
+    table = append_table(warehouse, "bucketed", partitioned=False, **DV)
+    write(table, 1)
+    files = min(bucket_files(table).items())[1]
+    delete_positions(table, {files[0].file_name: [0]})
+    tasks = compact_table(TableRef(warehouse, REF), full=True, dry_run=True).tasks
+    assert [t.dv_index is not None for t in tasks] == [True, False]  # only where a vector is
+    shipped = pickle.loads(pickle.dumps(tasks))  # as the Spark executor ships them
+    assert [t.dv_index for t in shipped] == [t.dv_index for t in tasks]
+    assert [t.to_dict() for t in shipped] == [t.to_dict() for t in tasks]
 
 
 def _index_paths(table) -> set[str]:
