@@ -9,13 +9,14 @@ the others keep theirs.
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections import Counter
 
 import pytest
 from pypaimon_rust.datafusion import SQLContext
 
-from dagster_paimon.errors import UnsupportedLayoutError
+from dagster_paimon.errors import CommitConflictError, InvalidOptionError, UnsupportedLayoutError
 from dagster_paimon.io.index import (
     IndexManifestWriter,
     deleted_rows,
@@ -24,11 +25,12 @@ from dagster_paimon.io.index import (
     index_path,
 )
 from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.lsm.compaction.executor import COMPACTION, LocalExecutor
 from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, open_table
-from tests.conftest import write_with_pypaimon
+from tests.conftest import committed_files, data_files_on_disk, write_with_pypaimon
 from tests.hooks import expire_snapshots
 from tests.maintenance.appends import (
     ORDER,
@@ -106,7 +108,7 @@ def assert_every_reader_reads(warehouse: str, expected: Counter, *javas) -> None
 
 @pytest.mark.parametrize(("layout", "partitioned"), KINDS)
 def test_compaction_drops_deleted_rows_and_their_vectors(
-    warehouse, paimon_java, layout, partitioned
+    warehouse, paimon_java, paimon_java_1_0, layout, partitioned
 ):
     table = append_table(warehouse, layout, partitioned=partitioned, **DV)
     everything = write(table, 6)
@@ -142,7 +144,7 @@ def test_compaction_drops_deleted_rows_and_their_vectors(
     assert len(deletion_indexes(table, latest(table))) == written
     health = PaimonTable.open(warehouse, REF).health()
     assert health.totals.deleted_rows == sum(after.values())
-    assert_every_reader_reads(warehouse, expected, paimon_java)
+    assert_every_reader_reads(warehouse, expected, paimon_java, paimon_java_1_0)
 
 
 def test_bucketed_full_compaction_rewrites_files_with_vectors_even_when_big(
@@ -251,6 +253,55 @@ def test_a_task_with_vectors_travels_to_executors_whole(warehouse):
     shipped = pickle.loads(pickle.dumps(tasks))  # as the Spark executor ships them
     assert [t.dv_index for t in shipped] == [t.dv_index for t in tasks]
     assert [t.to_dict() for t in shipped] == [t.to_dict() for t in tasks]
+
+
+class DeleteMeanwhile(LocalExecutor):
+    """Runs the tasks after another writer deleted rows: the index they rewrite has changed."""
+
+    def __init__(self, deletions: dict[str, list[int]]):
+        super().__init__()
+        self.deletions = deletions
+
+    def run(self, table, ref, tasks, work=COMPACTION):
+        if tasks:
+            delete_positions(table, self.deletions)
+        return super().run(table, ref, tasks, work)
+
+
+@pytest.mark.parametrize("layout", ["bucketed", "unaware"])
+def test_a_delete_committed_meanwhile_fails_the_compaction(warehouse, layout):
+    table = append_table(warehouse, layout, partitioned=False, **DV)
+    everything = write(table, 2)
+    files = min(bucket_files(table).items())[1]
+    expected = delete_and_model(table, {files[0].file_name: [0]}, everything)
+    old = _index_paths(table)
+    meanwhile = {files[1].file_name: [1]}
+    expected[file_rows(table, files[1].file_name)[1]] -= 1
+    with pytest.raises(CommitConflictError, match="index"):
+        compact_table(TableRef(warehouse, REF), full=True, executor=DeleteMeanwhile(meanwhile))
+    table = open_table(warehouse, REF)
+    assert Counter(rows(table)) == expected  # the delete stands, nothing compacted
+    assert vectors(table) == {files[0].file_name: 1, files[1].file_name: 1}
+    assert data_files_on_disk(table) == committed_files(table)
+    # on disk: the first delete's index and the second's, not the compaction's
+    assert _all_index_files(table) == old | _index_paths(table)
+
+
+def test_a_malformed_delete_ratio_threshold_is_an_option_error(warehouse):
+    table = append_table(
+        warehouse, "unaware", partitioned=False, **DV, **{"compaction.delete-ratio-threshold": "x"}
+    )
+    write(table, 1)
+    snapshot = latest(table).id
+    with pytest.raises(InvalidOptionError, match="delete-ratio-threshold"):
+        compact_table(TableRef(warehouse, REF))
+    assert latest(open_table(warehouse, REF)).id == snapshot
+
+
+def _all_index_files(table) -> set[str]:
+    """Every index file on disk."""
+    index_dir = os.path.join(table.table_path, "index")
+    return {os.path.join(index_dir, n) for n in os.listdir(index_dir)}
 
 
 def _index_paths(table) -> set[str]:
