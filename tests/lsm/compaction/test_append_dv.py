@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 from pypaimon_rust.datafusion import SQLContext
@@ -23,6 +24,12 @@ from dagster_paimon.io.index import (
     deletion_indexes,
     index_entries,
     index_path,
+)
+from dagster_paimon.lsm.compaction.append_plan import (
+    AppendOptions,
+    pack_unaware_vectors,
+    pick_bucketed_full,
+    too_many_deleted,
 )
 from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.lsm.compaction.executor import COMPACTION, LocalExecutor
@@ -253,6 +260,65 @@ def test_a_task_with_vectors_travels_to_executors_whole(warehouse):
     shipped = pickle.loads(pickle.dumps(tasks))  # as the Spark executor ships them
     assert [t.dv_index for t in shipped] == [t.dv_index for t in tasks]
     assert [t.to_dict() for t in shipped] == [t.to_dict() for t in tasks]
+
+
+def test_a_file_whose_rows_are_all_deleted_leaves_no_file(warehouse, paimon_java):
+    table = append_table(warehouse, "unaware", partitioned=False, **DV)
+    everything = write(table, 2)
+    files = min(bucket_files(table).items())[1]
+    gone = files[0]
+    expected = delete_and_model(table, {gone.file_name: list(range(gone.row_count))}, everything)
+    result = compact_table(TableRef(warehouse, REF))
+    ((task),) = result.tasks
+    assert [f.file_name for f in task.files] == [gone.file_name]
+    assert result.metrics()["files_written"] == 0
+    table = open_table(warehouse, REF)
+    assert [f.file_name for f in min(bucket_files(table).items())[1]] == [files[1].file_name]
+    assert vectors(table) == {} and deletion_indexes(table, latest(table)) == {}
+    assert_every_reader_reads(warehouse, expected, paimon_java)
+
+
+def _meta(name: str, size: int, seq: int, rows: int = 100):
+    """Just the metadata the planners read."""
+    return SimpleNamespace(
+        file_name=name, file_size=size, min_sequence_number=seq, row_count=rows, creation_time=None
+    )
+
+
+def _index(**deleted: int | None):
+    """An index's metadata naming each file's deleted-row count."""
+    return SimpleNamespace(
+        dv_ranges={n: SimpleNamespace(cardinality=c) for n, c in deleted.items()}
+    )
+
+
+def test_full_pick_with_vectors_stops_dropping_big_files_at_the_first_with_a_vector():
+    options = AppendOptions(target_file_size=100, deletion_vectors=True)  # small: below 70
+    files = [_meta("a", 90, 1), _meta("b", 90, 2), _meta("c", 90, 3), _meta("d", 10, 4)]
+    assert [f.file_name for f in pick_bucketed_full(files, options, {"b"})] == ["b", "c", "d"]
+    assert [f.file_name for f in pick_bucketed_full(files, options)] == ["d"]
+    assert [f.file_name for f in pick_bucketed_full(files[:3], options)] == []
+    plain = AppendOptions(target_file_size=100)
+    assert pick_bucketed_full(files, plain, {"b"}) == []  # vectors disabled: as before
+
+
+def test_delete_ratio_judges_by_the_vectors_cardinality():
+    index = _index(a=21, b=20, c=None)
+    assert too_many_deleted(_meta("a", 1, 1), index, 0.2)
+    assert not too_many_deleted(_meta("b", 1, 1), index, 0.2)  # strictly more than the ratio
+    assert too_many_deleted(_meta("c", 1, 1), index, 0.2)  # no count: Java compacts it
+    assert not too_many_deleted(_meta("d", 1, 1), index, 0.2)  # no vector
+    assert not too_many_deleted(_meta("a", 1, 1), None, 0.2)
+
+
+def test_unaware_packing_with_vectors():
+    options = AppendOptions(target_file_size=100, min_file_num=2, open_file_cost=0)
+    files = [_meta("v1", 5, 1), _meta("v2", 300, 2), _meta("x", 3, 3), _meta("y", 4, 4)]
+    bins = pack_unaware_vectors(files, options, {"v1", "v2"})
+    assert [[f.file_name for f in b] for b in bins] == [["v1", "v2"], ["x", "y"]]
+    # one file with a vector is a task alone; one other file is too few
+    bins = pack_unaware_vectors(files[1:3], options, {"v2"})
+    assert [[f.file_name for f in b] for b in bins] == [["v2"]]
 
 
 class DeleteMeanwhile(LocalExecutor):
