@@ -40,7 +40,6 @@ from dagster_paimon.options import (
     CLUSTERING_INCREMENTAL,
     DATA_EVOLUTION,
     DATA_FILE_EXTERNAL_PATHS_STRATEGY,
-    DELETION_VECTORS,
     EXTERNAL_PATH_STRATEGIES,
     FILE_FORMAT,
     FILE_FORMAT_PER_LEVEL,
@@ -146,11 +145,6 @@ def _typed(root: str) -> Finder:
 def _primary_key(find: Finder) -> Finder:
     """Only on primary-key tables (append tables keep such files in their manifests)."""
     return lambda schema: find(schema) if schema.primary_keys else None
-
-
-def _named(name: str, find: Finder) -> Finder:
-    """What `find` reports, under the mode's name."""
-    return lambda schema: f"{name} ({found})" if (found := find(schema)) else None
 
 
 def _append(find: Finder) -> Finder:
@@ -274,18 +268,6 @@ def _unknown_external_strategy(schema: TableSchema) -> str | None:
 
 WRITES = frozenset({COMPACTION, INGEST})
 MODES = (
-    Unsupported(
-        "append table with deletion vectors",
-        "0.9",
-        frozenset({COMPACTION}),
-        "Java applies an append table's deletion vectors while compacting and rewrites the "
-        "index files holding them (per bucket, or per partition for unaware-bucket tables, "
-        "where it also compacts files whose deleted ratio passes "
-        "'compaction.delete-ratio-threshold'); we do not compact such tables yet",
-        "BucketedAppendCompactManager.FullCompactTask, AppendCompactTask, "
-        "AppendDeleteFileMaintainer",
-        _append(_named("append table with deletion vectors", _flag(DELETION_VECTORS))),
-    ),
     Unsupported(
         ROW_TRACKING,
         "1.3",

@@ -80,9 +80,6 @@ def _options(**options: str) -> Callable:
 
 # one table per mode of MODES, the way Java's writer would have left it
 TABLES: dict[str, Callable] = {
-    "append table with deletion vectors": lambda s: _options(
-        **{"deletion-vectors.enabled": "true"}
-    )(replace(s, primary_keys=[])),
     "row-tracking.enabled": lambda s: _options(**{"row-tracking.enabled": "true"})(
         replace(s, primary_keys=[])
     ),

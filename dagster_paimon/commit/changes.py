@@ -22,7 +22,9 @@ class BucketChange:
 
     An upgrade is deleted at its old level and added at its new one, but is not a new file.
     `changelog` holds the changelog files written; `index` the bucket's new deletion-vector
-    index file, replacing `base_index` (the one the change was computed from, if any).
+    index file, replacing `base_index` (the one the change was computed from, if any);
+    `drop_index` removes `base_index` with no replacement (no vector left, where Java's
+    unaware-bucket maintainer writes no file).
     """
 
     partition: Partition
@@ -34,6 +36,7 @@ class BucketChange:
     changelog: tuple[DataFileMeta, ...] = ()
     index: IndexFileMeta | None = None
     base_index: str | None = None
+    drop_index: bool = False
 
     def entries(self) -> list[ManifestEntry]:
         """DELETE for every file replaced, then ADD for every file produced."""

@@ -23,7 +23,7 @@ from dagster_paimon.commit.producer import MAX_RETRIES, SnapshotProducer
 from dagster_paimon.errors import CommitConflictError, InvalidOptionError
 from dagster_paimon.failpoints import FILES_RESEQUENCED, failpoint
 from dagster_paimon.io.filekind import DELETE
-from dagster_paimon.io.index import bucket_indexes, write_index_manifest
+from dagster_paimon.io.index import DELETION_VECTORS, bucket_indexes, write_index_manifest
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import entry_identifier
@@ -47,6 +47,11 @@ def _delete_data_files(table: FileStoreTable, changes: Iterable[BucketChange]) -
 def replaced_indexes(changes: Sequence[BucketChange]) -> dict[BucketKey, IndexFileMeta]:
     """The new index file of each bucket whose index a change rewrote."""
     return {(c.partition, c.bucket): c.index for c in changes if c.index is not None}
+
+
+def dropped_vector_indexes(changes: Sequence[BucketChange]) -> set[BucketKey]:
+    """The buckets whose deletion-vector index a change removed with no replacement."""
+    return {(c.partition, c.bucket) for c in changes if c.drop_index}
 
 
 def check_bucket_counts(live: Iterable[ManifestEntry], changes: Sequence[BucketChange]) -> None:
@@ -76,9 +81,9 @@ def check_index_bases(
     """A bucket whose index we replace must still have the index we started from."""
     current: dict[str, dict[BucketKey, IndexFileMeta]] = {}
     for c in changes:
-        if c.index is None:
+        if c.index is None and not c.drop_index:
             continue
-        kind = c.index.index_type
+        kind = c.index.index_type if c.index is not None else DELETION_VECTORS
         if kind not in current:
             current[kind] = bucket_indexes(table, latest, kind)
         now = current[kind].get((c.partition, c.bucket))
@@ -258,8 +263,14 @@ class CompactProducer(SnapshotProducer):
         check_index_bases(self.table, latest, self.changes, "compaction")
 
     def index_manifest(self, latest: Snapshot | None) -> str | None:
-        """The latest index manifest with the new deletion-vector index of each bucket."""
-        return write_index_manifest(self.table, latest, replaced_indexes(self.changes))
+        """The latest index manifest with the new deletion-vector index of each bucket (none
+        where a change dropped it)."""
+        return write_index_manifest(
+            self.table,
+            latest,
+            replaced_indexes(self.changes),
+            dropped_vectors=dropped_vector_indexes(self.changes),
+        )
 
     def changelog_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
         """The changelog files the compaction produced."""

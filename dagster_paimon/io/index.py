@@ -198,16 +198,20 @@ def write_index_manifest(
     latest: Snapshot | None,
     replacements: Mapping[BucketKey, IndexFileMeta],
     dropped: Collection[Partition] = (),
+    dropped_vectors: Collection[BucketKey] = (),
 ) -> str | None:
-    """The latest index manifest with each bucket's entry of a replacement's type replaced, and
-    no bucket index left for the `dropped` partitions (overwritten: their files are gone)."""
-    if not replacements and not dropped:
+    """The latest index manifest with each bucket's entry of a replacement's type replaced, no
+    bucket index left for the `dropped` partitions (overwritten: their files are gone) and no
+    deletion-vector index for the `dropped_vectors` buckets."""
+    if not replacements and not dropped and not dropped_vectors:
         return latest.index_manifest if latest else None
 
     def replaced(entry: IndexManifestEntry) -> bool:
         partition = Partition.of_row(entry.partition)
         if partition in dropped:
             return entry.index_file.index_type in BUCKET_INDEX_TYPES
+        if (partition, entry.bucket) in dropped_vectors:
+            return entry.index_file.index_type == DELETION_VECTORS
         new = replacements.get((partition, entry.bucket))
         return new is not None and new.index_type == entry.index_file.index_type
 

@@ -14,20 +14,35 @@ and bin-packed: a bin of more than one file is a task once its size (each file c
 holds `compaction.min.file-num` files. (Paimon 0.9/1.0 packed differently: target-file-size
 once and `compaction.max.file-num`; either way the rows are the same.)
 
+With `deletion-vectors.enabled`, a bucketed full compaction keeps leading big files only when
+they have no deletion vector and rewrites the rest, however few; unaware-bucket candidates also
+include files whose deleted rows pass `compaction.delete-ratio-threshold` of their rows, the
+files with vectors go into bins of their own (the last bin always a task) and the others are
+packed as before when there are at least two (AppendCompactCoordinator.packInDeletionVectorVMode).
+A task drops the rows its files' vectors mark and the vectors with them.
+
 Each task rewrites its files in this order, numbering rows from the first file's
 minSequenceNumber (BaseAppendFileStoreWrite.compactRewrite). Planning reads metadata only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.errors import UnsupportedLayoutError
+from dagster_paimon.io.index import DELETION_VECTORS as VECTOR_INDEX
+from dagster_paimon.io.index import index_entries
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels
 from dagster_paimon.options import (
+    DELETE_RATIO_THRESHOLD,
+    DELETION_VECTORS,
     FILE_NUM_LIMIT,
     FORCE_REWRITE_ALL_FILES,
     MIN_FILE_NUM,
@@ -42,6 +57,7 @@ from dagster_paimon.options import (
     read_option,
 )
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.resolve import resolve_snapshot
 
 APPEND_TARGET_FILE_SIZE = 256 * 1024 * 1024
 OPEN_FILE_COST = 4 * 1024 * 1024
@@ -59,6 +75,8 @@ class AppendOptions:
     file_num_limit: int = 100_000
     open_file_cost: int = OPEN_FILE_COST
     force_rewrite_all_files: bool = False
+    deletion_vectors: bool = False
+    delete_ratio_threshold: float = 0.2
 
     @classmethod
     def from_table_options(cls, options: Mapping[str, str]) -> AppendOptions:
@@ -72,6 +90,8 @@ class AppendOptions:
             file_num_limit=read_option(options, FILE_NUM_LIMIT, at_least(1), 100_000),
             open_file_cost=read_option(options, SPLIT_OPEN_FILE_COST, memory_bytes, OPEN_FILE_COST),
             force_rewrite_all_files=flag(options, FORCE_REWRITE_ALL_FILES),
+            deletion_vectors=flag(options, DELETION_VECTORS),
+            delete_ratio_threshold=read_option(options, DELETE_RATIO_THRESHOLD, ratio, 0.2),
         )
 
     @property
@@ -82,12 +102,14 @@ class AppendOptions:
 
 @dataclass(frozen=True)
 class AppendTask:
-    """Files of one bucket (unaware: bucket 0 of a partition) rewritten, in this order."""
+    """Files of one bucket (unaware: bucket 0 of a partition) rewritten, in this order;
+    `dv_index` is the bucket's deletion-vector index the task applies and rewrites."""
 
     partition: Partition
     bucket: int
     total_buckets: int
     files: tuple[DataFileMeta, ...]
+    dv_index: IndexFileMeta | None = None
 
     @property
     def first_sequence(self) -> int:
@@ -140,15 +162,25 @@ def pick_bucketed(files: Sequence[DataFileMeta], options: AppendOptions) -> list
     return []
 
 
-def pick_bucketed_full(files: Sequence[DataFileMeta], options: AppendOptions) -> list[DataFileMeta]:
-    """BucketedAppendCompactManager.FullCompactTask without deletion vectors."""
+def pick_bucketed_full(
+    files: Sequence[DataFileMeta], options: AppendOptions, with_vectors: Collection[str] = ()
+) -> list[DataFileMeta]:
+    """BucketedAppendCompactManager.FullCompactTask; `with_vectors` names the files that have a
+    deletion vector (only with deletion vectors enabled)."""
     ordered = sorted(files, key=_sequence_order)
     force = options.force_rewrite_all_files
-    if not force and len(ordered) < FULL_COMPACT_MIN_FILE:
+    if not force and len(ordered) < FULL_COMPACT_MIN_FILE and not options.deletion_vectors:
         return []
     small_size = options.compaction_file_size
-    while not force and ordered and ordered[0].file_size >= small_size:
+    while (
+        not force
+        and ordered
+        and ordered[0].file_size >= small_size
+        and ordered[0].file_name not in with_vectors
+    ):
         ordered.pop(0)
+    if options.deletion_vectors:
+        return ordered
     small = sum(1 for f in ordered if f.file_size < small_size)
     if force or (small > len(ordered) - small and len(ordered) >= FULL_COMPACT_MIN_FILE):
         return ordered
@@ -171,27 +203,75 @@ def pack_unaware(files: Sequence[DataFileMeta], options: AppendOptions) -> list[
     return bins
 
 
+def pack_unaware_vectors(
+    files: Sequence[DataFileMeta], options: AppendOptions, with_vectors: Collection[str]
+) -> list[list[DataFileMeta]]:
+    """SubCoordinator.packInDeletionVectorVMode for a partition whose vectors share one index
+    file: the files with vectors are one task (Java groups them by index file), the others are
+    packed when there are at least two."""
+    marked = sorted(
+        (f for f in files if f.file_name in with_vectors), key=lambda f: (f.file_size, f.file_name)
+    )
+    rest = [f for f in files if f.file_name not in with_vectors]
+    bins = [marked] if marked else []
+    return bins + (pack_unaware(rest, options) if len(rest) > 1 else [])
+
+
+def too_many_deleted(file: DataFileMeta, index: IndexFileMeta | None, threshold: float) -> bool:
+    """AppendCompactCoordinator.tooHighDeleteRatio: a file's vector marks more than the
+    threshold of its rows (or does not say how many)."""
+    meta = (index.dv_ranges or {}).get(file.file_name) if index is not None else None
+    if meta is None:
+        return False
+    return meta.cardinality is None or meta.cardinality > file.row_count * threshold
+
+
+def _vector_files(tree: BucketLevels, options: AppendOptions) -> frozenset[str]:
+    """The files of a bucket that have a deletion vector (none unless vectors are enabled)."""
+    if not options.deletion_vectors or tree.dv_index is None:
+        return frozenset()
+    return frozenset(tree.dv_index.dv_ranges or {})
+
+
+def _task(tree: BucketLevels, files: Sequence[DataFileMeta], options: AppendOptions) -> AppendTask:
+    """A task over files of the bucket, carrying its index when one of them has a vector."""
+    marked = _vector_files(tree, options)
+    index = tree.dv_index if any(f.file_name in marked for f in files) else None
+    return AppendTask(tree.partition, tree.bucket, tree.total_buckets, tuple(files), index)
+
+
 def _bucketed_task(tree: BucketLevels, options: AppendOptions, full: bool) -> AppendTask | None:
     """One bucket's task, if its manager would compact now."""
     files = tree.levels.all_files()
-    picked = pick_bucketed_full(files, options) if full else pick_bucketed(files, options)
-    if not picked:
-        return None
-    return AppendTask(tree.partition, tree.bucket, tree.total_buckets, tuple(picked))
+    picked = (
+        pick_bucketed_full(files, options, _vector_files(tree, options))
+        if full
+        else pick_bucketed(files, options)
+    )
+    return _task(tree, picked, options) if picked else None
 
 
 def _unaware_tasks(levels: TableLevels, options: AppendOptions) -> list[AppendTask]:
-    """The coordinator's tasks over every partition's small files (up to the file-num limit)."""
+    """The coordinator's tasks over every partition's candidates (up to the file-num limit):
+    small files, and with vectors files too many of whose rows are deleted."""
     small_size = options.compaction_file_size
     remaining = options.file_num_limit
     tasks = []
     for tree in levels.buckets:
-        small = [f for f in tree.levels.all_files() if f.file_size < small_size][:remaining]
-        remaining -= len(small)
-        tasks += [
-            AppendTask(tree.partition, tree.bucket, tree.total_buckets, tuple(b))
-            for b in pack_unaware(small, options)
-        ]
+        index = tree.dv_index if options.deletion_vectors else None
+        candidates = [
+            f
+            for f in tree.levels.all_files()
+            if f.file_size < small_size
+            or too_many_deleted(f, index, options.delete_ratio_threshold)
+        ][:remaining]
+        remaining -= len(candidates)
+        bins = (
+            pack_unaware_vectors(candidates, options, _vector_files(tree, options))
+            if options.deletion_vectors
+            else pack_unaware(candidates, options)
+        )
+        tasks += [_task(tree, b, options) for b in bins]
         if remaining <= 0:
             break
     return tasks
@@ -206,3 +286,24 @@ def plan_append_tasks(
     if bucket(table_options) == UNAWARE_BUCKET:
         return tuple(_unaware_tasks(levels, options))
     return tuple(t for b in levels.buckets if (t := _bucketed_task(b, options, full)))
+
+
+def check_vector_indexes(table: FileStoreTable, snapshot_id: int | None) -> None:
+    """Refuse an append table a bucket (unaware: a partition) of which holds several
+    deletion-vector index files: we rewrite the one index of a bucket, Java's unaware-bucket
+    writers roll them and rewrite only those a compaction touches."""
+    if snapshot_id is None or not flag(table.table_schema.options, DELETION_VECTORS):
+        return
+    counts = Counter(
+        (Partition.of_row(e.partition), e.bucket)
+        for e in index_entries(table, resolve_snapshot(table, snapshot_id))
+        if e.index_file.index_type == VECTOR_INDEX
+    )
+    several = sorted(f"{p.label()} bucket {b}" for (p, b), n in counts.items() if n > 1)
+    if several:
+        raise UnsupportedLayoutError(
+            "dagster-paimon does not implement compaction for this table, so nothing was "
+            f"written: {', '.join(several)} hold several deletion-vector index files (Java "
+            "rolls them per partition of an unaware-bucket table); we compact append tables "
+            "whose buckets hold one"
+        )

@@ -7,31 +7,68 @@ import time
 from collections.abc import Iterator
 
 import pyarrow as pa
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
+from dagster_paimon.io.index import BucketVectors
 from dagster_paimon.io.kv import value_schema
+from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.read import READ_BUFFER_ROWS, read_file
+from dagster_paimon.io.vectors import positions_of
 from dagster_paimon.io.write import COMPACT_FILE_SOURCE, RollingWriter, write_all
-from dagster_paimon.lsm.compaction.append_plan import AppendTask
+from dagster_paimon.lsm.compaction.append_plan import UNAWARE_BUCKET, AppendTask
 from dagster_paimon.lsm.compaction.executor import Work, discard_results
 from dagster_paimon.lsm.compaction.task import CompactResult
+from dagster_paimon.options import bucket
 
 log = logging.getLogger(__name__)
 
 
-def _rows(table: FileStoreTable, task: AppendTask) -> Iterator[pa.RecordBatch]:
-    """Every row of the task's files, file after file, in the table's current schema."""
+def _rows(
+    table: FileStoreTable, task: AppendTask, vectors: BucketVectors | None
+) -> Iterator[pa.RecordBatch]:
+    """Every row of the task's files no deletion vector marks, file after file, in the table's
+    current schema."""
     columns = value_schema(table.table_schema).names
     for meta in task.files:
+        vector = vectors.of(meta.file_name) if vectors is not None else None
         yield from read_file(
-            table, task.partition, task.bucket, meta, READ_BUFFER_ROWS, columns=columns
+            table,
+            task.partition,
+            task.bucket,
+            meta,
+            READ_BUFFER_ROWS,
+            columns=columns,
+            deleted=positions_of(vector) if vector is not None else None,
         )
 
 
+def _rewritten_index(
+    table: FileStoreTable, task: AppendTask, vectors: BucketVectors | None
+) -> tuple[IndexFileMeta | None, bool]:
+    """The bucket's index without the rewritten files' vectors (None if it held none of them),
+    and whether the index goes instead: an unaware-bucket partition's once no vector is left
+    (AppendDeleteFileMaintainer; a bucket keeps an empty one, as BucketedDvMaintainer does)."""
+    if vectors is None:
+        return None, False
+    vectors.remove(f.file_name for f in task.files)
+    if not vectors.modified:
+        return None, False
+    if not vectors.vectors and bucket(table.table_schema.options) == UNAWARE_BUCKET:
+        return None, True
+    return vectors.write(table, task.partition, task.bucket), False
+
+
 def run_append_task(table: FileStoreTable, task: AppendTask) -> CompactResult:
-    """Rewrite the files (BaseAppendFileStoreWrite.compactRewrite); nothing left on failure."""
+    """Rewrite the files (BaseAppendFileStoreWrite.compactRewrite) without their deleted rows,
+    and the bucket's index without their vectors; nothing left on failure."""
     start = time.perf_counter()
+    vectors = (
+        BucketVectors.restore(table, task.partition, task.bucket, task.dv_index)
+        if task.dv_index is not None
+        else None
+    )
     writer = RollingWriter(
         table,
         task.partition,
@@ -40,7 +77,12 @@ def run_append_task(table: FileStoreTable, task: AppendTask) -> CompactResult:
         COMPACT_FILE_SOURCE,
         first_sequence=task.first_sequence,
     )
-    new_files = tuple(write_all(writer, _rows(table, task)))
+    new_files = tuple(write_all(writer, _rows(table, task, vectors)))
+    try:
+        index, dropped = _rewritten_index(table, task, vectors)
+    except BaseException:
+        delete_data_files(table, task.partition, task.bucket, new_files)
+        raise
     result = CompactResult(
         change=BucketChange(
             task.partition,
@@ -49,6 +91,9 @@ def run_append_task(table: FileStoreTable, task: AppendTask) -> CompactResult:
             deleted=task.files,
             added=new_files,
             new_files=new_files,
+            index=index,
+            base_index=task.dv_index.file_name if task.dv_index else None,
+            drop_index=dropped,
         ),
         bytes_read=task.rewritten_bytes,
         bytes_written=sum(f.file_size for f in new_files),

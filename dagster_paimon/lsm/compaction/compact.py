@@ -13,7 +13,11 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import CompactProducer
 from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError, transient_errors
-from dagster_paimon.lsm.compaction.append_plan import AppendTask, plan_append_tasks
+from dagster_paimon.lsm.compaction.append_plan import (
+    AppendTask,
+    check_vector_indexes,
+    plan_append_tasks,
+)
 from dagster_paimon.lsm.compaction.append_task import APPEND_COMPACTION
 from dagster_paimon.lsm.compaction.executor import COMPACTION as COMPACTION_WORK
 from dagster_paimon.lsm.compaction.executor import LocalExecutor, TaskExecutor, Work
@@ -457,16 +461,18 @@ def compact_open_table(
 ) -> CompactionResult:
     """compact_table on a table the caller holds open (`ref` must reopen the same table)."""
     check_supported_layout(table.table_schema, operation=COMPACTION)  # before reading levels
+
+    def plan() -> CompactionPlan:
+        levels = read_levels(
+            table,
+            partition=partition,
+            # record-level expiry judges files by their statistics, even in a dry run
+            with_stats=not dry_run or RECORD_LEVEL_EXPIRE_TIME in table.table_schema.options,
+        )
+        if not table.table_schema.primary_keys:
+            check_vector_indexes(table, levels.snapshot_id)
+        return plan_compaction(levels, full=full)
+
     return run_planned(
-        lambda: plan_compaction(
-            read_levels(
-                table,
-                partition=partition,
-                # record-level expiry judges files by their statistics, even in a dry run
-                with_stats=not dry_run or RECORD_LEVEL_EXPIRE_TIME in table.table_schema.options,
-            ),
-            full=full,
-        ),
-        lambda plan: execute_compaction(table, ref, plan, executor),
-        dry_run=dry_run,
+        plan, lambda plan: execute_compaction(table, ref, plan, executor), dry_run=dry_run
     )

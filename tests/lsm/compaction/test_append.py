@@ -240,10 +240,7 @@ def test_unknown_partition_key_is_refused_and_nothing_changes(warehouse):
     assert latest_id(open_table(warehouse, REF)) == snapshot
 
 
-@pytest.mark.parametrize(
-    "option",
-    ["deletion-vectors.enabled", "row-tracking.enabled", "data-evolution.enabled"],
-)
+@pytest.mark.parametrize("option", ["row-tracking.enabled", "data-evolution.enabled"])
 def test_modes_we_do_not_compact_are_refused(warehouse, option):
     options = {option: "true"}
     if option == "data-evolution.enabled":
