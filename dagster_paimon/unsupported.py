@@ -147,6 +147,11 @@ def _primary_key(find: Finder) -> Finder:
     return lambda schema: find(schema) if schema.primary_keys else None
 
 
+def _named(name: str, find: Finder) -> Finder:
+    """What `find` reports, under the mode's name."""
+    return lambda schema: f"{name} ({found})" if (found := find(schema)) else None
+
+
 def _append(find: Finder) -> Finder:
     """Only on append tables (no primary key)."""
     return lambda schema: None if schema.primary_keys else find(schema)
