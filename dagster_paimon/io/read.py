@@ -30,6 +30,21 @@ READ_BUFFER_ROWS = 1 << 17
 MIN_RUN_BATCH_ROWS = 1024
 
 
+def coalesced(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """The batches' rows, in order, regrouped into batches of at least `rows` (the last one
+    less): many small files written as few large row groups, with less work per batch."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        pending.append(batch)
+        held += batch.num_rows
+        if held >= rows:
+            yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+            pending, held = [], 0
+    if pending:
+        yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+
+
 def run_batch_rows(runs: int) -> int:
     """Rows per batch when `runs` runs are read at once: one shared buffer, split evenly."""
     return max(MIN_RUN_BATCH_ROWS, READ_BUFFER_ROWS // max(1, runs))

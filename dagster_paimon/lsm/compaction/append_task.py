@@ -14,7 +14,7 @@ from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.io.index import BucketVectors
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.io.paths import delete_data_files
-from dagster_paimon.io.read import READ_BUFFER_ROWS, read_file
+from dagster_paimon.io.read import READ_BUFFER_ROWS, coalesced, read_file
 from dagster_paimon.io.vectors import positions_of
 from dagster_paimon.io.write import COMPACT_FILE_SOURCE, RollingWriter, write_all
 from dagster_paimon.lsm.compaction.append_plan import UNAWARE_BUCKET, AppendTask
@@ -42,6 +42,14 @@ def _rows(
             columns=columns,
             deleted=positions_of(vector) if vector is not None else None,
         )
+
+
+def _batches(
+    table: FileStoreTable, task: AppendTask, vectors: BucketVectors | None
+) -> Iterator[pa.RecordBatch]:
+    """The task's rows in batches of READ_BUFFER_ROWS, however small its files: each batch is
+    one row group of the output (small files' own batches would make as many tiny ones)."""
+    return coalesced(_rows(table, task, vectors), READ_BUFFER_ROWS)
 
 
 def _rewritten_index(
@@ -77,7 +85,7 @@ def run_append_task(table: FileStoreTable, task: AppendTask) -> CompactResult:
         COMPACT_FILE_SOURCE,
         first_sequence=task.first_sequence,
     )
-    new_files = tuple(write_all(writer, _rows(table, task, vectors)))
+    new_files = tuple(write_all(writer, _batches(table, task, vectors)))
     try:
         index, dropped = _rewritten_index(table, task, vectors)
     except BaseException:
