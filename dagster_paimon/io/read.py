@@ -25,6 +25,7 @@ from dagster_paimon.io.kv import (
 )
 from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.partition import Partition
+from dagster_paimon.storage.local import input_stream
 
 READ_BUFFER_ROWS = 1 << 17
 MIN_RUN_BATCH_ROWS = 1024
@@ -163,7 +164,7 @@ def read_file(
     target = pa.schema([full.field(c) for c in (*wanted, *extra)])
     path = data_file_path(table, partition, bucket, meta)
     start = 0
-    with table.file_io.new_input_stream(path) as stream, _decoding(path):
+    with input_stream(table.file_io, path) as stream, _decoding(path):
         reader = open_reader(stream, meta.file_name)
         present = _file_columns(target, reader.names, sources)
         for batch in reader.batches(batch_rows, present):

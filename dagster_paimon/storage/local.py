@@ -6,7 +6,10 @@ import contextlib
 import os
 import uuid
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlparse
+
+import pyarrow as pa
 
 from dagster_paimon.failpoints import FILE_DELETED, failpoint
 from dagster_paimon.storage.create import create_resolved
@@ -25,6 +28,13 @@ def local_path(path: str) -> str | None:
     if parsed.scheme == "file":
         return parsed.path
     return None
+
+
+def input_stream(file_io: Any, path: str) -> Any:
+    """A local file as a native Arrow file (decoders read it without taking the GIL, as they
+    must a Python file object's), any other path as the file IO opens it."""
+    local = local_path(path)
+    return pa.OSFile(local) if local is not None else file_io.new_input_stream(path)
 
 
 def _stored(path: str) -> bytes | None:

@@ -15,7 +15,6 @@ from pypaimon import Schema
 from dagster_paimon.errors import (
     CommitConflictError,
     InvalidArgumentError,
-    InvalidTableSpecError,
     PartitionNotFoundError,
     UnsupportedLayoutError,
 )
@@ -294,7 +293,7 @@ def test_bad_bucket_num_refused(warehouse, num):
 def test_append_table_refused(warehouse):
     open_catalog(warehouse).create_database("db", True)
     open_catalog(warehouse).create_table("db.t", Schema.from_pyarrow_schema(ORDERS_SCHEMA), False)
-    with pytest.raises(InvalidTableSpecError, match="no primary key"):
+    with pytest.raises(UnsupportedLayoutError, match=r"db\.t is an append table"):
         rescale_table(TableRef(warehouse, "db.t"), bucket_num=4)
 
 
