@@ -31,9 +31,12 @@ def orders_spec(bucket: int = 2, **options: str) -> TableSpec:
     return TableSpec("db", "orders", ORDERS_SCHEMA, ("dt", "id"), bucket, ("dt",), options)
 
 
-def write_with_pypaimon(table, data: pa.Table) -> None:
-    """One commit through pypaimon's batch writer: the format oracle's own write path."""
+def write_with_pypaimon(table, data: pa.Table, overwrite: dict[str, str] | None = None) -> None:
+    """One commit through pypaimon's batch writer: the format oracle's own write path (with
+    `overwrite`, an OVERWRITE of that partition; {} the whole table)."""
     builder = table.new_batch_write_builder()
+    if overwrite is not None:
+        builder = builder.overwrite(overwrite)
     writer = builder.new_write()
     committer = builder.new_commit()
     try:

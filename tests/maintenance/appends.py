@@ -76,15 +76,7 @@ def append_commits(table, commits: int, first: int = 0) -> None:
 def overwrite(table, data: pa.Table, partition: dict[str, str] | None = None) -> None:
     """One pypaimon OVERWRITE commit (of one partition, or the whole table): its DELETE
     entries are what make files expirable in an append table."""
-    builder = table.new_batch_write_builder().overwrite(partition or {})
-    writer = builder.new_write()
-    committer = builder.new_commit()
-    try:
-        writer.write_arrow(data)
-        committer.commit(writer.prepare_commit())
-    finally:
-        writer.close()
-        committer.close()
+    write_with_pypaimon(table, data, overwrite=partition or {})
 
 
 def rows(table, snapshot_id: int | None = None) -> list[tuple]:
