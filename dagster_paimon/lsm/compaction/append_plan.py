@@ -39,6 +39,10 @@ from pypaimon.table.file_store_table import FileStoreTable
 from dagster_paimon.errors import UnsupportedLayoutError
 from dagster_paimon.io.index import DELETION_VECTORS as VECTOR_INDEX
 from dagster_paimon.io.index import index_entries
+from dagster_paimon.lsm.model.append_health import (
+    APPEND_TARGET_FILE_SIZE,
+    DEFAULT_SMALL_FILE_RATIO,
+)
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels
 from dagster_paimon.options import (
     DELETE_RATIO_THRESHOLD,
@@ -59,7 +63,6 @@ from dagster_paimon.options import (
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.resolve import resolve_snapshot
 
-APPEND_TARGET_FILE_SIZE = 256 * 1024 * 1024
 OPEN_FILE_COST = 4 * 1024 * 1024
 FULL_COMPACT_MIN_FILE = 3
 UNAWARE_BUCKET = -1
@@ -70,7 +73,7 @@ class AppendOptions:
     """What append compaction reads from table options, defaults as in CoreOptions.java."""
 
     target_file_size: int = APPEND_TARGET_FILE_SIZE
-    small_file_ratio: float = 0.7
+    small_file_ratio: float = DEFAULT_SMALL_FILE_RATIO
     min_file_num: int = 5
     file_num_limit: int = 100_000
     open_file_cost: int = OPEN_FILE_COST
@@ -85,7 +88,9 @@ class AppendOptions:
             target_file_size=read_option(
                 options, TARGET_FILE_SIZE, memory_bytes, APPEND_TARGET_FILE_SIZE
             ),
-            small_file_ratio=read_option(options, SMALL_FILE_RATIO, ratio, 0.7),
+            small_file_ratio=read_option(
+                options, SMALL_FILE_RATIO, ratio, DEFAULT_SMALL_FILE_RATIO
+            ),
             min_file_num=read_option(options, MIN_FILE_NUM, at_least(1), 5),
             file_num_limit=read_option(options, FILE_NUM_LIMIT, at_least(1), 100_000),
             open_file_cost=read_option(options, SPLIT_OPEN_FILE_COST, memory_bytes, OPEN_FILE_COST),
