@@ -96,9 +96,11 @@ class _Parquet:
 
     def batches(self, batch_rows: int, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
         """Row groups streamed in batches; a file of at most one batch is read whole (a third
-        faster for the small files compaction gathers, and no more memory)."""
+        faster for the small files compaction gathers, and no more memory), on this thread:
+        its column chunks are too small to pay for handing each to Arrow's pool."""
         if self.file.metadata.num_rows <= batch_rows:
-            yield from self.file.read(columns=list(columns)).combine_chunks().to_batches()
+            table = self.file.read(columns=list(columns), use_threads=False)
+            yield from table.combine_chunks().to_batches()
         else:
             yield from self.file.iter_batches(batch_size=batch_rows, columns=list(columns))
 

@@ -10,6 +10,8 @@ import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.schema.table_schema import TableSchema
 
+from dagster_paimon.io.memo import PerObject
+
 KEY_PREFIX = "_KEY_"
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
@@ -33,11 +35,16 @@ def key_columns(schema: TableSchema) -> list[str]:
 
 def value_schema(schema: TableSchema) -> pa.Schema:
     """The table's columns as Arrow types, exactly as pypaimon maps them."""
-    return PyarrowFieldParser.from_paimon_schema(schema.fields)
+    return _VALUE_SCHEMAS.get(schema)
 
 
 def kv_schema(schema: TableSchema) -> pa.Schema:
     """The Arrow schema of a KV data file, field for field as pypaimon's writer lays it out."""
+    return _KV_SCHEMAS.get(schema)
+
+
+def _build_kv_schema(schema: TableSchema, _: None) -> pa.Schema:
+    """kv_schema, computed."""
     values = value_schema(schema)
     keys = [
         pa.field(KEY_PREFIX + k, values.field(k).type, nullable=values.field(k).nullable)
@@ -48,3 +55,9 @@ def kv_schema(schema: TableSchema) -> pa.Schema:
         pa.field(VALUE_KIND, pa.int8(), nullable=False),
     ]
     return pa.schema([*keys, *system, *values])
+
+
+_VALUE_SCHEMAS: PerObject[TableSchema, pa.Schema] = PerObject(
+    lambda schema, _: PyarrowFieldParser.from_paimon_schema(schema.fields)
+)
+_KV_SCHEMAS: PerObject[TableSchema, pa.Schema] = PerObject(_build_kv_schema)

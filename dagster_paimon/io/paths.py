@@ -9,6 +9,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 from pypaimon.utils.path import to_file_io_path
 
+from dagster_paimon.io.memo import PerObject
 from dagster_paimon.partition import Partition
 
 COMPRESSION_EXTENSIONS = {
@@ -23,9 +24,19 @@ COMPRESSION_EXTENSIONS = {
 """File extensions of Paimon's HadoopCompressionType; other compressions name themselves."""
 
 
+def _bucket_directory(table: FileStoreTable, where: tuple[tuple, int]) -> str:
+    """Java's escaped partition/bucket directory (the physical path where pypaimon would
+    decode an escape), without a trailing slash."""
+    values, bucket = where
+    return canonical_data_file_path(table, values, bucket, "").rstrip("/")
+
+
+_BUCKET_DIRECTORIES: PerObject[FileStoreTable, str] = PerObject(_bucket_directory)
+
+
 def bucket_file_path(table: FileStoreTable, partition: Partition, bucket: int, name: str) -> str:
     """A file in Java's escaped partition/bucket directory."""
-    return canonical_data_file_path(table, partition.values, bucket, name)
+    return f"{_BUCKET_DIRECTORIES.get(table, (partition.values, bucket))}/{name}"
 
 
 def data_file_path(

@@ -13,7 +13,8 @@ from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import CorruptFileError, SchemaMismatchError
-from dagster_paimon.io.formats import open_reader
+from dagster_paimon.io.bulk import BULK_ERRORS, bulk_readable, read_bulk
+from dagster_paimon.io.formats import PARQUET, format_of, open_reader
 from dagster_paimon.io.kv import (
     DELETE,
     KEY_PREFIX,
@@ -25,7 +26,7 @@ from dagster_paimon.io.kv import (
 )
 from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.partition import Partition
-from dagster_paimon.storage.local import input_stream
+from dagster_paimon.storage.local import input_stream, local_path
 
 READ_BUFFER_ROWS = 1 << 17
 MIN_RUN_BATCH_ROWS = 1024
@@ -131,6 +132,19 @@ class RowFilter:
     keep: Callable[[pa.RecordBatch], np.ndarray]
 
 
+def _without_skipped(
+    batch: pa.RecordBatch, start: int, deleted: np.ndarray | None, row_filter: RowFilter | None
+) -> pa.RecordBatch:
+    """The batch (rows from `start` of its file) without the rows a deletion vector marks or
+    the filter rejects."""
+    drop = np.zeros(batch.num_rows, dtype=bool)
+    if deleted is not None and len(deleted):
+        drop |= _deleted_mask(deleted, start, batch.num_rows)
+    if row_filter is not None:
+        drop |= ~row_filter.keep(batch)
+    return batch.filter(pa.array(~drop)) if drop.any() else batch
+
+
 @contextmanager
 def _decoding(path: str) -> Iterator[None]:
     """A data file Arrow cannot decode (truncated, overwritten) is a corrupt file, not a bug."""
@@ -161,7 +175,9 @@ def read_file(
     full = kv_schema(table.table_schema)
     wanted = list(full.names if columns is None else columns)
     extra = [c for c in (row_filter.columns if row_filter else ()) if c not in wanted]
-    target = pa.schema([full.field(c) for c in (*wanted, *extra)])
+    names = (*wanted, *extra)
+    target = full if names == tuple(full.names) else pa.schema([full.field(c) for c in names])
+    skips = (deleted is not None and len(deleted) > 0) or row_filter is not None
     path = data_file_path(table, partition, bucket, meta)
     start = 0
     with input_stream(table.file_io, path) as stream, _decoding(path):
@@ -173,13 +189,8 @@ def read_file(
             if position:
                 positions = pa.array(np.arange(start, start + rows, dtype=np.int64))
                 batch = batch.append_column(POSITION, positions)
-            drop = np.zeros(rows, dtype=bool)
-            if deleted is not None and len(deleted):
-                drop |= _deleted_mask(deleted, start, rows)
-            if row_filter is not None:
-                drop |= ~row_filter.keep(batch)
-            if drop.any():
-                batch = batch.filter(pa.array(~drop))
+            if skips:
+                batch = _without_skipped(batch, start, deleted, row_filter)
             if extra:
                 batch = batch.drop_columns(extra)
             start += rows
@@ -211,6 +222,88 @@ def read_run(
                 levels = pa.array(np.full(batch.num_rows, meta.level, dtype=np.int32))
                 batch = batch.append_column(LEVEL, levels)
             yield batch
+
+
+def _bulk_path(
+    table: FileStoreTable,
+    partition: Partition,
+    bucket: int,
+    meta: DataFileMeta,
+    batch_rows: int,
+    deleted: Mapping[str, np.ndarray],
+) -> str | None:
+    """The local path of a file read_bulk may read with others: small parquet of the current
+    schema, no row of which a deletion vector marks; None for any other file."""
+    if (
+        meta.row_count > batch_rows
+        or meta.schema_id != table.table_schema.id
+        or format_of(meta.file_name) != PARQUET
+        or len(deleted.get(meta.file_name, ())) > 0
+    ):
+        return None
+    return local_path(data_file_path(table, partition, bucket, meta))
+
+
+def read_files(
+    table: FileStoreTable,
+    partition: Partition,
+    bucket: int,
+    files: Sequence[DataFileMeta],
+    batch_rows: int,
+    *,
+    columns: Sequence[str],
+    deleted: Mapping[str, np.ndarray],
+) -> Iterator[pa.RecordBatch]:
+    """Files one after another, in the current schema's `columns`, without the rows their
+    deletion vectors (`deleted`, by file name) mark.
+
+    Consecutive small local parquet files of the current schema are read in one call per
+    batch_rows rows (io/bulk: a quarter less work on files of a few thousand rows); the
+    others file by file.
+    """
+    full = kv_schema(table.table_schema)
+    target = pa.schema([full.field(c) for c in columns])
+    bulk = bulk_readable(target)
+    group: list[tuple[DataFileMeta, str]] = []
+
+    def one_by_one(metas: Iterable[DataFileMeta]) -> Iterator[pa.RecordBatch]:
+        for meta in metas:
+            yield from read_file(
+                table,
+                partition,
+                bucket,
+                meta,
+                batch_rows,
+                columns=columns,
+                deleted=deleted.get(meta.file_name),
+            )
+
+    def flush() -> Iterator[pa.RecordBatch]:
+        if not group:
+            return
+        metas = [m for m, _ in group]
+        try:
+            rows = read_bulk([p for _, p in group], target)
+        except BULK_ERRORS:  # read alone, the file polars could not read is named
+            yield from one_by_one(metas)
+        else:
+            yield from rows.combine_chunks().to_batches()
+        group.clear()
+
+    held = 0
+    for meta in files:
+        path = _bulk_path(table, partition, bucket, meta, batch_rows, deleted) if bulk else None
+        if path is None:
+            yield from flush()
+            held = 0
+            yield from one_by_one([meta])
+            continue
+        group.append((meta, path))
+        held += meta.row_count
+        if held >= batch_rows:
+            yield from flush()
+            held = 0
+    yield from flush()
 
 
 class FileRows:

@@ -14,7 +14,7 @@ from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.io.index import BucketVectors
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.io.paths import delete_data_files
-from dagster_paimon.io.read import READ_BUFFER_ROWS, coalesced, read_file
+from dagster_paimon.io.read import READ_BUFFER_ROWS, coalesced, read_files
 from dagster_paimon.io.vectors import positions_of
 from dagster_paimon.io.write import COMPACT_FILE_SOURCE, RollingWriter, write_all
 from dagster_paimon.lsm.compaction.append_plan import UNAWARE_BUCKET, AppendTask
@@ -30,18 +30,20 @@ def _rows(
 ) -> Iterator[pa.RecordBatch]:
     """Every row of the task's files no deletion vector marks, file after file, in the table's
     current schema."""
-    columns = value_schema(table.table_schema).names
-    for meta in task.files:
-        vector = vectors.of(meta.file_name) if vectors is not None else None
-        yield from read_file(
-            table,
-            task.partition,
-            task.bucket,
-            meta,
-            READ_BUFFER_ROWS,
-            columns=columns,
-            deleted=positions_of(vector) if vector is not None else None,
-        )
+    deleted = (
+        {m.file_name: positions_of(v) for m in task.files if (v := vectors.of(m.file_name))}
+        if vectors is not None
+        else {}
+    )
+    return read_files(
+        table,
+        task.partition,
+        task.bucket,
+        task.files,
+        READ_BUFFER_ROWS,
+        columns=value_schema(table.table_schema).names,
+        deleted=deleted,
+    )
 
 
 def _batches(
