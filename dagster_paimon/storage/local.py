@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from dagster_paimon.failpoints import FILE_DELETED, failpoint
+from dagster_paimon.failpoints import FILE_DELETED, TEMP_FILE_WRITTEN, failpoint
 from dagster_paimon.storage.create import create_resolved
-from dagster_paimon.storage.files import FileStatus
+from dagster_paimon.storage.files import FileStatus, temp_name
 from dagster_paimon.storage.retry import RetryPolicy
 
 # a local disk answers at once; only a failed link (NFS) needs its outcome read back
@@ -65,12 +64,13 @@ def create_local_if_absent(path: str, content: str) -> bool:
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     body = content.encode("utf-8")
-    temp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4()}.tmp")
+    temp = os.path.join(directory, temp_name(os.path.basename(path)))
     try:
         with open(temp, "wb") as f:
             f.write(body)
             f.flush()
             os.fsync(f.fileno())
+        failpoint(TEMP_FILE_WRITTEN)
         created = create_resolved(
             path, body, lambda: _link(temp, path), lambda: _stored(path), LOCAL_RETRIES
         )
@@ -89,12 +89,13 @@ def replace_local(path: str, content: str) -> None:
     """
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    temp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4()}.tmp")
+    temp = os.path.join(directory, temp_name(os.path.basename(path)))
     try:
         with open(temp, "wb") as f:
             f.write(content.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
+        failpoint(TEMP_FILE_WRITTEN)
         os.replace(temp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
