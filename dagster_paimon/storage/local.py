@@ -59,7 +59,8 @@ def create_local_if_absent(path: str, content: str) -> bool:
 
     A temp file is hard-linked into place: the kernel refuses an existing name. An "exists" or
     any other failure of the link (on NFS a retransmitted link that already landed answers
-    EEXIST) is resolved by reading the name back, as an object store's create is.
+    EEXIST) is resolved by reading the name back, as an object store's create is. A kill before
+    the temp file is unlinked leaves it; orphan removal takes it once old.
     """
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
@@ -85,7 +86,8 @@ def create_local_if_absent(path: str, content: str) -> bool:
 def replace_local(path: str, content: str) -> None:
     """Overwrite `path` so that a reader or a crash sees the old bytes or the new, never part.
 
-    The bytes go to a synced temp file that is renamed over the name (rename is atomic).
+    The bytes go to a synced temp file that is renamed over the name (rename is atomic). A kill
+    before the rename leaves the temp file; orphan removal takes it once old.
     """
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
