@@ -737,7 +737,9 @@ def compact_manifests(shared: Shared, full: bool, dry_run: bool) -> tuple[dict, 
 @click.option("--dry-run", is_flag=True, help="list, delete nothing")
 def remove_orphans(shared: Shared, older_than: timedelta, dry_run: bool) -> tuple[dict, str]:
     """Delete files that no snapshot, tag, changelog or branch references and that are older
-    than --older-than (younger ones may belong to a commit in progress)."""
+    than --older-than (younger ones may belong to a commit in progress), including the temp
+    files (.<name>.<uuid>.tmp) a killed metadata write left in snapshot/, changelog/, tag/,
+    consumer/ or schema/."""
     from dagster_paimon.maintenance.orphans import remove_orphans
 
     result = remove_orphans(table_of(shared), older_than=older_than, dry_run=dry_run)

@@ -32,6 +32,8 @@ ROLLBACK_RECORDS_REMOVED = "rollback-records-removed"
 TAG_WRITTEN = "tag-written"
 CONSUMERS_REMOVED = "consumers-removed"
 CONSUMER_RESET = "consumer-reset"
+# a local metadata file's synced temp file, not yet renamed or linked into place
+TEMP_FILE_WRITTEN = "temp-file-written"
 
 ALL = (
     DATA_FILE_WRITTEN,
@@ -50,6 +52,7 @@ ALL = (
     TAG_WRITTEN,
     CONSUMERS_REMOVED,
     CONSUMER_RESET,
+    TEMP_FILE_WRITTEN,
 )
 
 _hits: Counter[str] = Counter()

@@ -2,6 +2,10 @@
 
 Candidates are listed in the table's directories and, as Java's OrphanFilesClean does, under
 every root of `data-file.external-paths` (io/external.py says which files there are the table's).
+Atomic writes that died between writing their temp file and renaming it (`.<name>.<uuid>.tmp`,
+ours, pypaimon's or Java's) leave it in a metadata directory: Java's cleaner takes every
+non-record file of snapshot/ and changelog/; the temp files of tag/, consumer/ and schema/,
+which Java leaves, go too (by their exact name only, so no tag or consumer is ever a candidate).
 
 Only files older than the threshold are candidates, so a commit still writing its files is
 never touched; references are re-read after listing so commits that landed meanwhile count.
@@ -35,7 +39,7 @@ from dagster_paimon.snapshot.metadata import (
     Branch,
     TableMetadata,
 )
-from dagster_paimon.storage.files import FileStatus, TableFiles, delete_logged
+from dagster_paimon.storage.files import FileStatus, TableFiles, delete_logged, is_temp_name
 from dagster_paimon.storage.pool import parallel_map
 from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import ORPHAN_REMOVAL, check_supported_layout
@@ -43,6 +47,8 @@ from dagster_paimon.unsupported import ORPHAN_REMOVAL, check_supported_layout
 log = logging.getLogger(__name__)
 
 BUCKET_PREFIX = "bucket-"
+# branch directories whose records are all kept: only a dead write's temp file is a candidate
+TEMP_ONLY_DIRS = ("tag", "consumer", "schema")
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,11 @@ def _non_record_files(meta: TableMetadata, directory: str, prefix: str) -> list[
         for s in meta.files.list_dir(directory)
         if not s.is_dir and not s.name.startswith(prefix) and s.name not in (EARLIEST, LATEST)
     ]
+
+
+def _temp_files(meta: TableMetadata, directory: str) -> list[FileStatus]:
+    """Temp files a killed atomic write left in a directory of records nobody else may judge."""
+    return [s for s in meta.files.list_dir(directory) if not s.is_dir and is_temp_name(s.name)]
 
 
 def _bucket_dirs(meta: TableMetadata, directory: str, depth: int) -> list[str]:
@@ -188,6 +199,8 @@ def _candidates(
     for b in branches:
         found += _non_record_files(meta, b.dir("snapshot"), SNAPSHOT_PREFIX)
         found += _non_record_files(meta, b.dir("changelog"), CHANGELOG_PREFIX)
+        for kind in TEMP_ONLY_DIRS:
+            found += _temp_files(meta, b.dir(kind))
     found = list({s.path: s for s in found}.values())  # an external root may be the table's
     log.info(
         "listed %d files in %d directories of %s (%d external files in %d bucket directories)",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -10,6 +12,20 @@ from typing import Protocol
 log = logging.getLogger(__name__)
 
 DELETE_BATCH = 1000
+
+# `.<name>.<uuid>.tmp`: what an atomic write (ours, pypaimon's, Java's Path.createTempPath) puts
+# beside its target and renames into place; a kill between the write and the rename leaves it
+_TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp")
+
+
+def temp_name(name: str) -> str:
+    """A fresh temp name for `name`, spelled as Paimon spells it so either side can clean it."""
+    return f".{name}.{uuid.uuid4()}.tmp"
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether a file name is an atomic write's temp file (never a record, hint or data file)."""
+    return _TEMP_NAME.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from dagster_paimon.failpoints import FILE_DELETED, failpoint
+from dagster_paimon.failpoints import FILE_DELETED, TEMP_FILE_WRITTEN, failpoint
 from dagster_paimon.storage.create import create_resolved
-from dagster_paimon.storage.files import FileStatus
+from dagster_paimon.storage.files import FileStatus, temp_name
 from dagster_paimon.storage.retry import RetryPolicy
 
 # a local disk answers at once; only a failed link (NFS) needs its outcome read back
@@ -60,17 +59,19 @@ def create_local_if_absent(path: str, content: str) -> bool:
 
     A temp file is hard-linked into place: the kernel refuses an existing name. An "exists" or
     any other failure of the link (on NFS a retransmitted link that already landed answers
-    EEXIST) is resolved by reading the name back, as an object store's create is.
+    EEXIST) is resolved by reading the name back, as an object store's create is. A kill before
+    the temp file is unlinked leaves it; orphan removal takes it once old.
     """
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     body = content.encode("utf-8")
-    temp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4()}.tmp")
+    temp = os.path.join(directory, temp_name(os.path.basename(path)))
     try:
         with open(temp, "wb") as f:
             f.write(body)
             f.flush()
             os.fsync(f.fileno())
+        failpoint(TEMP_FILE_WRITTEN)
         created = create_resolved(
             path, body, lambda: _link(temp, path), lambda: _stored(path), LOCAL_RETRIES
         )
@@ -85,16 +86,18 @@ def create_local_if_absent(path: str, content: str) -> bool:
 def replace_local(path: str, content: str) -> None:
     """Overwrite `path` so that a reader or a crash sees the old bytes or the new, never part.
 
-    The bytes go to a synced temp file that is renamed over the name (rename is atomic).
+    The bytes go to a synced temp file that is renamed over the name (rename is atomic). A kill
+    before the rename leaves the temp file; orphan removal takes it once old.
     """
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    temp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4()}.tmp")
+    temp = os.path.join(directory, temp_name(os.path.basename(path)))
     try:
         with open(temp, "wb") as f:
             f.write(content.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
+        failpoint(TEMP_FILE_WRITTEN)
         os.replace(temp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
