@@ -33,6 +33,7 @@ from dagster_paimon.failpoints import (
 )
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.snapshot.collector import collector_paused
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.snapshot.resolve import find_landed
 from dagster_paimon.storage.snapshots import (
@@ -230,15 +231,16 @@ class SnapshotProducer:
         try:
             for retry in range(self.max_retries + 1):
                 latest = manager.get_latest_snapshot()
-                self.replan(latest)
-                entries = self.deleted_entries(latest) + self.added_entries(latest)
-                self.check(latest, entries)
                 attempt = _Attempt(self.table)
-                try:
-                    snapshot = self._prepare(latest, entries, attempt)
-                except BaseException:
-                    attempt.clean()
-                    raise
+                with collector_paused():
+                    self.replan(latest)
+                    entries = self.deleted_entries(latest) + self.added_entries(latest)
+                    self.check(latest, entries)
+                    try:
+                        snapshot = self._prepare(latest, entries, attempt)
+                    except BaseException:
+                        attempt.clean()
+                        raise
                 failpoint(BEFORE_SNAPSHOT)
                 try:
                     created = self.snapshot_writer(

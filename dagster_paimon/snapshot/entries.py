@@ -15,6 +15,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import CorruptMetadataError
 from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.snapshot.collector import collector_paused
 
 
 def entry_identifier(entry: ManifestEntry) -> tuple:
@@ -41,8 +42,9 @@ def live_entries(
     if snapshot is None:
         return []
     try:
-        manifests = ManifestListManager(table).read_all(snapshot)
-        return ManifestReader(table).read_entries_parallel(manifests, drop_stats=not with_stats)
+        with collector_paused():
+            manifests = ManifestListManager(table).read_all(snapshot)
+            return ManifestReader(table).read_entries_parallel(manifests, drop_stats=not with_stats)
     except (ValueError, EOFError, KeyError, TypeError, IndexError) as e:
         raise CorruptMetadataError(
             f"cannot read the manifests of snapshot {snapshot.id} of "

@@ -23,6 +23,7 @@ from dagster_paimon.lsm.model.health import BucketHealth, TableHealth
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import LevelSortedRun, SortedRun
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.collector import collector_paused
 from dagster_paimon.snapshot.entries import live_entries, sorted_run_files
 from dagster_paimon.snapshot.resolve import resolve_snapshot
 
@@ -191,6 +192,18 @@ def levels_at(
     options = CompactionOptions.from_table_options(table.table_schema.options)
     wanted = dict(partition or {})
     check_partition_keys(table, wanted)
+    with collector_paused():
+        return _levels(table, snapshot, options, wanted, with_stats)
+
+
+def _levels(
+    table: FileStoreTable,
+    snapshot: Snapshot | None,
+    options: CompactionOptions,
+    wanted: Mapping[str, str],
+    with_stats: bool,
+) -> TableLevels:
+    """levels_at, once its arguments are checked."""
     grouped: dict[tuple[Partition, int], tuple[int, list[DataFileMeta]]] = {}
     for entry in live_entries(table, snapshot, with_stats=with_stats):
         part = Partition.of_row(entry.partition)
