@@ -1051,7 +1051,10 @@ def tables(
     )
     if not any(why is None for _, why in entries):
         raise TableNotFoundError(f"no table of database {database!r} matches")
-    read = [_table_row(shared, name, why, options) for name, why in entries]
+    from dagster_paimon.storage.pool import parallel_map
+
+    # tables are read at once on the shared I/O pool: on an object store each is latency-bound
+    read = parallel_map(lambda entry: _table_row(shared, entry[0], entry[1], options), entries)
     rows = [row for row, _ in read]
     text = _tables_text(rows)
     failures = [e for _, e in read if e is not None]
