@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -27,6 +28,9 @@ WHOLE_DIRS = ("schema", "tag", "consumer")
 RECORD_DIRS = ("tag", "changelog")
 
 Rows = dict[tuple, dict]
+# an append table's rows (no key to hold them by): each row's values in column-name order,
+# sorted, duplicates kept
+Multiset = list[tuple]
 
 
 def table_root(table) -> Path:
@@ -148,8 +152,34 @@ def rows_by_key(table, key: tuple[str, ...], snapshot_id: int | None = None) -> 
     return by_key
 
 
-def diff_rows(actual: Rows, expected: Mapping[tuple, dict]) -> str:
-    """A short account of how two keyed row sets differ ('' if equal)."""
+def multiset_order(row: tuple) -> tuple:
+    """The order of a multiset's rows (nulls first, so rows with nulls compare)."""
+    return tuple((v is not None, v) for v in row)
+
+
+def as_multiset(rows: Iterable[Mapping]) -> Multiset:
+    """Rows as an append table holds them: each copy of a row counted, in one order."""
+    return sorted((tuple(row[c] for c in sorted(row)) for row in rows), key=multiset_order)
+
+
+def table_rows(
+    table, key: tuple[str, ...] | None, snapshot_id: int | None = None
+) -> Rows | Multiset:
+    """pypaimon's read of a snapshot: by key for a primary-key table, a multiset (key None)
+    for an append table."""
+    if key is None:
+        return as_multiset(read_rows(table, snapshot_id))
+    return rows_by_key(table, key, snapshot_id)
+
+
+def diff_rows(actual: Rows | Multiset, expected: Mapping[tuple, dict] | Multiset) -> str:
+    """A short account of how two keyed row sets, or two multisets, differ ('' if equal)."""
+    if isinstance(actual, list) or isinstance(expected, list):
+        have, want = Counter(actual), Counter(expected)
+        missing, extra = sorted((want - have).elements()), sorted((have - want).elements())
+        if not (missing or extra):
+            return ""
+        return f"{len(missing)} missing {missing[:3]}, {len(extra)} unexpected {extra[:3]}"
     missing = sorted(set(expected) - set(actual))
     extra = sorted(set(actual) - set(expected))
     changed = sorted(k for k in set(actual) & set(expected) if actual[k] != expected[k])
@@ -164,16 +194,16 @@ def diff_rows(actual: Rows, expected: Mapping[tuple, dict]) -> str:
 
 def check_snapshots(
     table,
-    key: tuple[str, ...],
-    expected_at: Callable[[Snapshot], Mapping[tuple, dict] | None],
+    key: tuple[str, ...] | None,
+    expected_at: Callable[[Snapshot], Mapping[tuple, dict] | Multiset | None],
     *,
     readable_from: int | None = None,
 ) -> list[int]:
     """Every listed snapshot (from `readable_from` on) reads, and as expected where known.
 
-    `expected_at(snapshot)` gives the rows that snapshot must hold, or None to only require
-    that it reads. Snapshots below `readable_from` may be half-expired and are skipped.
-    Returns the ids checked.
+    `expected_at(snapshot)` gives the rows that snapshot must hold (by `key`, or a multiset when
+    `key` is None: an append table), or None to only require that it reads. Snapshots below
+    `readable_from` may be half-expired and are skipped. Returns the ids checked.
     """
     checked = []
     for snapshot_id in snapshot_ids(table):
@@ -181,7 +211,7 @@ def check_snapshots(
             continue
         snapshot = load_snapshot(table, snapshot_id)
         try:
-            actual = rows_by_key(table, key, snapshot_id)
+            actual = table_rows(table, key, snapshot_id)
         except AssertionError:
             raise
         except Exception as e:

@@ -1,10 +1,12 @@
 """Tables on moto reached through the fault proxy, and the independent checks made after a fault.
 
-A case builds a fresh orders table on moto directly (pypaimon's writer, four commits), runs one
-of our operations through the proxy with a fault armed, then judges the table with the proxy
-out of the way: the bucket is mirrored to a local directory and read there by pypaimon alone
-(tests/tablefiles.py), every retained snapshot against a model of the commits that preceded it;
-a pypaimon writer commits once more; orphan removal leaves nothing unreferenced.
+A case starts from a copy of a template table built on moto once per run by pypaimon's writer
+(the orders primary-key table, four commits; or an append table, unaware-bucket or bucketed,
+written in small files and once overwritten), runs one of our operations through the proxy with a
+fault armed, then judges the table with the proxy out of the way: the bucket is mirrored to a
+local directory and read there by pypaimon alone (tests/tablefiles.py), every retained snapshot
+against a model of the commits that preceded it (rows by key, or a multiset for an append
+table); a pypaimon writer commits once more; orphan removal leaves nothing unreferenced.
 """
 
 from __future__ import annotations
@@ -17,23 +19,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pypaimon import CatalogFactory
 from pypaimon.snapshot.snapshot import Snapshot
 
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.lsm.compaction import compact_open_table, plan_append_tasks
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.maintenance.options import RetentionOverrides
-from dagster_paimon.table import TableRef, create_table, open_table
-from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
+from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
+from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec, write_with_pypaimon
 from tests.faultproxy import FaultProxy
 from tests.hooks import compact_manifests, expire_snapshots, remove_orphans
 from tests.s3server import S3Server
-from tests.tablefiles import check_snapshots, rows_by_key, unreferenced_files
+from tests.tablefiles import (
+    Multiset,
+    Rows,
+    as_multiset,
+    check_snapshots,
+    multiset_order,
+    table_rows,
+    unreferenced_files,
+)
 
-KEY = ("dt", "id")
-IDENTIFIER = "db.orders"
-COMMITS = 4
-OPTIONS = {"num-sorted-run.compaction-trigger": "3"}
+DAYS = ("2024-01-01", "2024-01-02")
 
 
 def later() -> int:
@@ -42,7 +51,8 @@ def later() -> int:
     return int(time.time() * 1000) + 5000
 
 
-Rows = dict[tuple, dict]
+Model = Rows | Multiset
+Change = Callable[[Model, pa.Table], Model]
 
 
 def upserted(rows: Rows, batch: pa.Table) -> Rows:
@@ -60,13 +70,103 @@ def overwritten(rows: Rows, batch: pa.Table) -> Rows:
     return upserted(kept, batch)
 
 
-def template_states() -> dict[int, Rows]:
-    """The rows of each of the template's snapshots."""
-    states, rows = {}, {}
-    for commit in range(COMMITS):
-        rows = upserted(rows, orders_batch(commit))
-        states[commit + 1] = rows
-    return states
+def appended(rows: Multiset, batch: pa.Table) -> Multiset:
+    """An append table's `rows` after an append of `batch`: every row kept, duplicates too."""
+    return sorted([*rows, *as_multiset(batch.to_pylist())], key=multiset_order)
+
+
+def replaced(rows: Multiset, batch: pa.Table) -> Multiset:
+    """An append table's `rows` after an overwrite with `batch`: its partitions hold exactly
+    its rows."""
+    days = set(batch.column("dt").to_pylist())
+    at = sorted(batch.column_names).index("dt")
+    return appended([r for r in rows if r[at] not in days], batch)
+
+
+def events_batch(commit: int, rows: int = 24) -> pa.Table:
+    """Rows over two days whose ids repeat within and across commits, and whose values repeat
+    every other commit: an append table holds identical rows, each copy counted."""
+    return pa.table(
+        {
+            "dt": [DAYS[i % 2] for i in range(rows)],
+            "id": [(commit * 5 + i) % 16 for i in range(rows)],
+            "v": [f"c{commit % 2}"] * rows,
+        },
+        schema=ORDERS_SCHEMA,
+    )
+
+
+@dataclass(frozen=True)
+class Template:
+    """A table the cases of one kind start from: how pypaimon builds it (one commit per entry
+    of `commits`: an append, or an overwrite of that day), how our writes change its rows."""
+
+    spec: TableSpec
+    batch: Callable[[int], pa.Table]
+    commits: tuple[str | None, ...]
+    appended: Change
+    overwritten: Change
+
+    @property
+    def key(self) -> tuple[str, ...] | None:
+        """What rows are compared by: the primary key, or None (a multiset) for an append table."""
+        return self.spec.primary_keys or None
+
+    @property
+    def root(self) -> str:
+        """The table's directory in its bucket."""
+        return f"wh/{self.spec.database}.db/{self.spec.name}"
+
+    def written(self, commit: int) -> tuple[pa.Table, dict[str, str] | None]:
+        """What pypaimon's commit `commit` writes, and the partition it overwrites (or None)."""
+        day = self.commits[commit] if commit < len(self.commits) else None
+        batch = self.batch(commit)
+        if day is None:
+            return batch, None
+        return batch.filter(pc.equal(batch["dt"], day)), {"dt": day}
+
+    def states(self) -> dict[int, Model]:
+        """The rows of each of the template's snapshots."""
+        states: dict[int, Model] = {}
+        rows: Model = [] if self.key is None else {}
+        for commit in range(len(self.commits)):
+            batch, overwrite = self.written(commit)
+            rows = (self.appended if overwrite is None else self.overwritten)(rows, batch)
+            states[commit + 1] = rows
+        return states
+
+
+# compaction merges once three sorted runs pile up
+ORDERS = Template(
+    orders_spec(1, **{"num-sorted-run.compaction-trigger": "3"}),
+    orders_batch,
+    (None,) * 4,
+    upserted,
+    overwritten,
+)
+# one small file per commit and partition (per bucket): three of them make a compaction task;
+# the overwrite of the first day gives expiry data files to delete
+APPEND_OPTIONS = {"compaction.min.file-num": "3"}
+APPEND_COMMITS = (None, None, DAYS[0], None, None)
+TEMPLATES = {
+    "orders": ORDERS,
+    "append": Template(
+        TableSpec("db", "events", ORDERS_SCHEMA, (), -1, ("dt",), APPEND_OPTIONS),
+        events_batch,
+        APPEND_COMMITS,
+        appended,
+        replaced,
+    ),
+    "append-bucketed": Template(
+        TableSpec(
+            "db", "events", ORDERS_SCHEMA, (), 2, ("dt",), {**APPEND_OPTIONS, "bucket-key": "id"}
+        ),
+        events_batch,
+        APPEND_COMMITS,
+        appended,
+        replaced,
+    ),
+}
 
 
 @dataclass
@@ -76,8 +176,18 @@ class FaultTable:
     server: S3Server
     proxy: FaultProxy
     bucket: str
+    template: Template
     # the rows of every snapshot that changed them; the snapshots in between hold the same
-    states: dict[int, Rows] = field(default_factory=template_states)
+    states: dict[int, Model] = field(init=False)
+
+    def __post_init__(self) -> None:
+        """The model starts as the template's snapshots."""
+        self.states = self.template.states()
+
+    @property
+    def identifier(self) -> str:
+        """The table's 'db.table' name."""
+        return self.template.spec.identifier
 
     @property
     def warehouse(self) -> str:
@@ -93,16 +203,16 @@ class FaultTable:
 
     def through_proxy(self):
         """The table as our operations open it, every request through the proxy."""
-        return open_table(self.warehouse, IDENTIFIER, self.options(faulty=True))
+        return open_table(self.warehouse, self.identifier, self.options(faulty=True))
 
     def ref(self) -> TableRef:
         """The TableRef of the table through the proxy (for compaction's executor)."""
-        return TableRef.of(self.warehouse, IDENTIFIER, self.options(faulty=True))
+        return TableRef.of(self.warehouse, self.identifier, self.options(faulty=True))
 
     def pypaimon_table(self):
         """The table opened by pypaimon's own catalog on moto, none of our code in the way."""
         catalog = CatalogFactory.create({"warehouse": self.warehouse, **self.options(faulty=False)})
-        return catalog.get_table(IDENTIFIER)
+        return catalog.get_table(self.identifier)
 
     def mirror(self, into: Path):
         """A local copy of the bucket, opened by pypaimon, for the file-level checks."""
@@ -117,13 +227,13 @@ class FaultTable:
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(fetch, keys))
         catalog = CatalogFactory.create({"warehouse": str(into / "wh")})
-        return catalog.get_table(IDENTIFIER)
+        return catalog.get_table(self.identifier)
 
-    def expected_at(self, snapshot: Snapshot) -> Rows:
+    def expected_at(self, snapshot: Snapshot) -> Model:
         """A snapshot holds the rows of the last change at or before it."""
         return self.states[max(i for i in self.states if i <= snapshot.id)]
 
-    def changed(self, snapshot_id: int | None, change: Callable[[Rows, pa.Table], Rows], batch):
+    def changed(self, snapshot_id: int | None, change: Change, batch: pa.Table) -> None:
         """Record that snapshot `snapshot_id` applied `change` with `batch` to the rows before."""
         assert snapshot_id is not None, "the write committed no snapshot"
         before = self.states[max(i for i in self.states if i < snapshot_id)]
@@ -132,67 +242,91 @@ class FaultTable:
     def check(self, workdir: Path) -> None:
         """A pypaimon writer commits on top, every retained snapshot then reads as the model
         says, and after orphan removal every file of the table is referenced."""
-        write_with_pypaimon(self.pypaimon_table(), orders_batch(COMMITS))
+        batch, _ = self.template.written(len(self.template.commits))
+        write_with_pypaimon(self.pypaimon_table(), batch)
         latest = self.pypaimon_table().snapshot_manager().get_latest_snapshot()
-        self.changed(latest.id, upserted, orders_batch(COMMITS))
+        self.changed(latest.id, self.template.appended, batch)
         remove_orphans(
-            open_table(self.warehouse, IDENTIFIER, self.options(faulty=False)),
+            open_table(self.warehouse, self.identifier, self.options(faulty=False)),
             older_than_ms=1,
             now_ms=later(),
         )
         mirrored = self.mirror(workdir)
-        checked = check_snapshots(mirrored, KEY, self.expected_at)
+        key = self.template.key
+        checked = check_snapshots(mirrored, key, self.expected_at)
         assert latest.id in checked, f"the pypaimon commit {latest.id} does not read"
-        assert rows_by_key(mirrored, KEY) == self.states[latest.id]
+        assert table_rows(mirrored, key) == self.states[latest.id]
         leftover = {
             f for f in unreferenced_files(mirrored) if not os.path.basename(f).startswith(".")
         }
         assert not leftover, f"unreferenced files after orphan removal: {sorted(leftover)[:5]}"
 
 
-def template_bucket(server: S3Server) -> str:
-    """A bucket holding the orders table after four pypaimon commits (made directly)."""
+def template_bucket(server: S3Server, template: Template) -> str:
+    """A bucket holding the template's table after its pypaimon commits (made directly); an
+    append template must leave append compaction work, full or not."""
     bucket = server.create_bucket("template")
-    warehouse = f"s3://{bucket}/wh"
-    created = create_table(warehouse, orders_spec(1, **OPTIONS), server.catalog_options())
-    for commit in range(COMMITS):
-        write_with_pypaimon(created, orders_batch(commit))
+    created = create_table(f"s3://{bucket}/wh", template.spec, server.catalog_options())
+    for commit in range(len(template.commits)):
+        batch, overwrite = template.written(commit)
+        write_with_pypaimon(created, batch, overwrite)
+    if template.key is None:
+        levels = read_levels(created)
+        for full in (False, True):
+            assert plan_append_tasks(levels, levels.schema.options, full=full), template.spec
     return bucket
 
 
-def new_fault_table(server: S3Server, proxy: FaultProxy, template: str) -> FaultTable:
+class Templates:
+    """Each template's bucket, built on first use and kept for the run; cases copy it."""
+
+    def __init__(self, server: S3Server):
+        self.server = server
+        self.buckets: dict[str, str] = {}
+
+    def new_table(self, proxy: FaultProxy, name: str) -> FaultTable:
+        """A fresh copy of template `name`."""
+        template = TEMPLATES[name]
+        if name not in self.buckets:
+            self.buckets[name] = template_bucket(self.server, template)
+        return new_fault_table(self.server, proxy, self.buckets[name], template)
+
+
+def new_fault_table(
+    server: S3Server, proxy: FaultProxy, source: str, template: Template
+) -> FaultTable:
     """A fresh bucket holding a server-side copy of the template's table (metadata names files
     relative to the table, so a copy is the same table)."""
-    table = FaultTable(server, proxy, server.create_bucket("faults"))
+    table = FaultTable(server, proxy, server.create_bucket("faults"), template)
     client = server.client()
 
     def copy(key: str) -> None:
-        client.copy_object(
-            Bucket=table.bucket, Key=key, CopySource={"Bucket": template, "Key": key}
-        )
+        client.copy_object(Bucket=table.bucket, Key=key, CopySource={"Bucket": source, "Key": key})
 
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(copy, server.keys(template)))
+        list(pool.map(copy, server.keys(source)))
     return table
 
 
 def plant_orphans(table: FaultTable) -> None:
     """An unreferenced data file and manifest, as a crashed writer leaves them."""
     client = table.server.client()
-    root = "wh/db.db/orders"
+    root = table.template.root
     for name in ("dt=2024-01-01/bucket-0/data-orphan.parquet", "manifest/manifest-orphan"):
         client.put_object(Bucket=table.bucket, Key=f"{root}/{name}", Body=b"orphan")
 
 
 Operation = Callable[[FaultTable], object]
-# what the ingest operations write: new ids and ids of the template's last commits
-INGESTED = orders_batch(COMMITS + 3)
 
 
 def ingest(table: FaultTable, mode: str) -> object:
-    """Our in-process ingest of INGESTED through the proxy, recorded in the model."""
-    result = ingest_arrow(table.through_proxy(), INGESTED, mode=mode)
-    table.changed(result.snapshot_id, upserted if mode == "append" else overwritten, INGESTED)
+    """Our in-process ingest through the proxy, recorded in the model: new ids and ids (rows,
+    in an append table) of the template's last commits."""
+    template = table.template
+    batch = template.batch(len(template.commits) + 3)
+    result = ingest_arrow(table.through_proxy(), batch, mode=mode)
+    change = template.appended if mode == "append" else template.overwritten
+    table.changed(result.snapshot_id, change, batch)
     return result
 
 

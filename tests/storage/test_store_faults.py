@@ -4,7 +4,9 @@ The first request of the targeted class gets the fault; the operation must succe
 here is transient, and the retry policy or the create's read-back absorbs it), and the table must
 then read, take a pypaimon commit and leave no orphan behind (tests/storage/faults.py). A fault
 that persists on every request of its class must fail the operation with TransientStoreError,
-saying whether the table changed, and leave the table as sound.
+saying whether the table changed, and leave the table as sound. The operations run on the
+orders primary-key table and on append tables (unaware-bucket, and bucketed for the write paths
+whose files depend on the bucket: ingest and append compaction).
 """
 
 from __future__ import annotations
@@ -32,25 +34,60 @@ from tests.faultproxy import (
     Rule,
     fault_proxy,
 )
-from tests.storage.faults import OPERATIONS, new_fault_table, template_bucket
+from tests.storage.faults import OPERATIONS, TEMPLATES, Templates
 
 pytestmark = pytest.mark.s3
 
-# the request classes each operation makes (a case whose fault never fires fails, so this stays
-# true to the code); minor compaction makes the same requests as full compaction, so it gets the
-# classes whose faults decide a commit's outcome
+# the request classes each operation makes, per template (a case whose fault never fires fails,
+# so this stays true to the code); minor compaction makes the same requests as full compaction,
+# so it gets the classes whose faults decide a commit's outcome. Append tables get the classes of
+# their own paths (their data files read and written, the snapshot that commits them: a lost
+# answer must not append twice) and one class per maintenance operation, the one that writes or
+# removes their files; the requests the paths share with orders' are covered there.
 CLASSES = {
-    "ingest": (SNAPSHOT_PUT, HINT_PUT, MANIFEST_PUT, DATA_PUT, METADATA_GET),
-    "overwrite": (SNAPSHOT_PUT, MANIFEST_PUT, DATA_PUT),
-    "compact-full": (SNAPSHOT_PUT, HINT_PUT, MANIFEST_PUT, DATA_PUT, DATA_GET, METADATA_GET, HEAD),
-    "compact": (SNAPSHOT_PUT, MANIFEST_PUT, DATA_GET),
-    "expire-snapshots": (HINT_PUT, METADATA_GET, LIST, DELETE),
-    "compact-manifests": (SNAPSHOT_PUT, HINT_PUT, MANIFEST_PUT, METADATA_GET, HEAD),
-    "remove-orphans": (METADATA_GET, LIST, DELETE),
+    "orders": {
+        "ingest": (SNAPSHOT_PUT, HINT_PUT, MANIFEST_PUT, DATA_PUT, METADATA_GET),
+        "overwrite": (SNAPSHOT_PUT, MANIFEST_PUT, DATA_PUT),
+        "compact-full": (
+            SNAPSHOT_PUT,
+            HINT_PUT,
+            MANIFEST_PUT,
+            DATA_PUT,
+            DATA_GET,
+            METADATA_GET,
+            HEAD,
+        ),
+        "compact": (SNAPSHOT_PUT, MANIFEST_PUT, DATA_GET),
+        "expire-snapshots": (HINT_PUT, METADATA_GET, LIST, DELETE),
+        "compact-manifests": (SNAPSHOT_PUT, HINT_PUT, MANIFEST_PUT, METADATA_GET, HEAD),
+        "remove-orphans": (METADATA_GET, LIST, DELETE),
+    },
+    "append": {
+        "ingest": (SNAPSHOT_PUT, DATA_PUT),
+        "overwrite": (SNAPSHOT_PUT,),
+        "compact-full": (SNAPSHOT_PUT, DATA_PUT, DATA_GET),
+        "compact": (DATA_GET,),
+        "expire-snapshots": (DELETE,),
+        "compact-manifests": (MANIFEST_PUT,),
+        "remove-orphans": (DELETE,),
+    },
+    "append-bucketed": {
+        "ingest": (DATA_PUT,),
+        "compact-full": (DATA_PUT, DATA_GET),
+        "compact": (DATA_GET,),
+    },
 }
+
+
+def case_id(template: str, *parts: str) -> str:
+    """The orders cases keep their names; the others say their template first."""
+    return "-".join(parts if template == "orders" else (template, *parts))
+
+
 CASES = [
-    pytest.param(operation, klass, fault, id=f"{operation}-{klass}-{fault}")
-    for operation, classes in CLASSES.items()
+    pytest.param(template, operation, klass, fault, id=case_id(template, operation, klass, fault))
+    for template, operations in CLASSES.items()
+    for operation, classes in operations.items()
     for klass in classes
     for fault in FAILING  # latency alone fails nothing: the soak gives it
     # a GET or LIST has no write to lose the answer of: "after" is the cut body
@@ -66,9 +103,9 @@ def proxy(s3_server):
 
 
 @pytest.fixture(scope="module")
-def template(s3_server):
-    """The table every case starts from, built once."""
-    return template_bucket(s3_server)
+def templates(s3_server):
+    """The tables the cases start from, each built once."""
+    return Templates(s3_server)
 
 
 @pytest.fixture(autouse=True)
@@ -79,9 +116,9 @@ def quick_retries(monkeypatch):
     monkeypatch.setenv("PAIMON_S3_RETRY_MAX_MS", "10")
 
 
-@pytest.mark.parametrize(("operation", "klass", "fault"), CASES)
-def test_one_fault_is_absorbed(s3_server, proxy, template, tmp_path, operation, klass, fault):
-    table = new_fault_table(s3_server, proxy, template)
+@pytest.mark.parametrize(("template", "operation", "klass", "fault"), CASES)
+def test_one_fault_is_absorbed(proxy, templates, tmp_path, template, operation, klass, fault):
+    table = templates.new_table(proxy, template)
     rule = proxy.add(Rule(fault, klass, nth=1))
     try:
         OPERATIONS[operation](table)
@@ -92,22 +129,36 @@ def test_one_fault_is_absorbed(s3_server, proxy, template, tmp_path, operation, 
 
 
 PERSISTENT = [
-    ("ingest", SNAPSHOT_PUT, SLOW_DOWN),
-    ("ingest", DATA_PUT, RESET_BEFORE),
-    ("compact-full", SNAPSHOT_PUT, SLOW_DOWN),
-    ("compact-full", MANIFEST_PUT, ERROR_AFTER),
-    ("compact-full", DATA_GET, TRUNCATED),
-    ("compact-manifests", METADATA_GET, SLOW_DOWN),
-    ("expire-snapshots", DELETE, SLOW_DOWN),
-    ("remove-orphans", LIST, RESET_AFTER),
+    pytest.param(template, operation, klass, fault, id=case_id(template, operation, klass, fault))
+    for template, operation, klass, fault in [
+        ("orders", "ingest", SNAPSHOT_PUT, SLOW_DOWN),
+        ("orders", "ingest", DATA_PUT, RESET_BEFORE),
+        ("orders", "compact-full", SNAPSHOT_PUT, SLOW_DOWN),
+        ("orders", "compact-full", MANIFEST_PUT, ERROR_AFTER),
+        ("orders", "compact-full", DATA_GET, TRUNCATED),
+        ("orders", "compact-manifests", METADATA_GET, SLOW_DOWN),
+        ("orders", "expire-snapshots", DELETE, SLOW_DOWN),
+        ("orders", "remove-orphans", LIST, RESET_AFTER),
+        ("append", "ingest", SNAPSHOT_PUT, SLOW_DOWN),
+        ("append", "ingest", DATA_PUT, RESET_BEFORE),
+        ("append", "overwrite", SNAPSHOT_PUT, SLOW_DOWN),
+        ("append", "compact-full", SNAPSHOT_PUT, SLOW_DOWN),
+        ("append", "compact-full", DATA_PUT, ERROR_AFTER),
+        ("append", "compact-full", DATA_GET, TRUNCATED),
+        ("append", "compact-manifests", MANIFEST_PUT, SLOW_DOWN),
+        ("append", "expire-snapshots", DELETE, SLOW_DOWN),
+        ("append", "remove-orphans", LIST, RESET_AFTER),
+        ("append-bucketed", "ingest", DATA_PUT, RESET_BEFORE),
+        ("append-bucketed", "compact-full", DATA_GET, TRUNCATED),
+    ]
 ]
 
 
-@pytest.mark.parametrize(("operation", "klass", "fault"), PERSISTENT)
+@pytest.mark.parametrize(("template", "operation", "klass", "fault"), PERSISTENT)
 def test_a_fault_that_persists_fails_cleanly(
-    s3_server, proxy, template, tmp_path, operation, klass, fault
+    proxy, templates, tmp_path, template, operation, klass, fault
 ):
-    table = new_fault_table(s3_server, proxy, template)
+    table = templates.new_table(proxy, template)
     proxy.add(Rule(fault, klass))
     try:
         with pytest.raises(TransientStoreError) as failure:
@@ -126,34 +177,51 @@ def test_a_fault_that_persists_fails_cleanly(
     if operation == "compact-full":
         # only a snapshot create that never resolved leaves the table's state open
         assert failure.value.table_unchanged is (None if klass == SNAPSHOT_PUT else True)
+    if failure.value.table_unchanged:
+        latest = table.pypaimon_table().snapshot_manager().get_latest_snapshot()
+        assert latest.id == len(TEMPLATES[template].commits), "the table changed"
     table.check(tmp_path)
 
 
+LOST_ANSWERS = [
+    pytest.param(template, operation, id=case_id(template, operation))
+    for template, operation in [
+        ("orders", "compact-full"),
+        ("append", "compact-full"),
+        ("append", "ingest"),
+        ("append-bucketed", "compact-full"),
+    ]
+]
+
+
+@pytest.mark.parametrize(("template", "operation"), LOST_ANSWERS)
 def test_a_lost_answer_to_every_snapshot_put_still_commits_once(
-    s3_server, proxy, template, tmp_path
+    proxy, templates, tmp_path, template, operation
 ):
     """The store keeps the snapshot and the answer is lost, every time: the read-back proves
-    the snapshot ours, so the commit succeeds, exactly once, and nothing it names is deleted."""
-    table = new_fault_table(s3_server, proxy, template)
+    the snapshot ours, so the commit succeeds, exactly once, and nothing it names is deleted
+    (an append lands its rows once)."""
+    table = templates.new_table(proxy, template)
     proxy.add(Rule(RESET_AFTER, SNAPSHOT_PUT))
     try:
-        result = OPERATIONS["compact-full"](table)
+        result = OPERATIONS[operation](table)
     finally:
         proxy.clear()
-    assert result.snapshot_id == 5
+    committed = len(TEMPLATES[template].commits) + 1
+    assert result.snapshot_id == committed
     snapshots = table.pypaimon_table().snapshot_manager()
-    assert snapshots.get_latest_snapshot().id == 5
+    assert snapshots.get_latest_snapshot().id == committed
     table.check(tmp_path)
 
 
 @pytest.mark.parametrize("step", [1, 2, 3], ids=["create-upload", "part", "complete-upload"])
 @pytest.mark.parametrize("fault", [ERROR_AFTER, RESET_AFTER, TRUNCATED])
 def test_a_lost_answer_at_any_step_of_an_upload_is_absorbed(
-    s3_server, proxy, template, tmp_path, step, fault
+    proxy, templates, tmp_path, step, fault
 ):
     """pyarrow uploads every object in three requests; a retried CompleteMultipartUpload whose
     first answer was lost finds its upload gone, so the whole object is sent again."""
-    table = new_fault_table(s3_server, proxy, template)
+    table = templates.new_table(proxy, "orders")
     rule = proxy.add(Rule(fault, MANIFEST_PUT, nth=step))
     try:
         OPERATIONS["compact-full"](table)
@@ -164,9 +232,9 @@ def test_a_lost_answer_at_any_step_of_an_upload_is_absorbed(
 
 
 def test_the_cli_exits_75_naming_the_request_and_the_table_state(
-    s3_server, proxy, template, monkeypatch, capsys
+    s3_server, proxy, templates, monkeypatch, capsys
 ):
-    table = new_fault_table(s3_server, proxy, template)
+    table = templates.new_table(proxy, "orders")
     for name, value in s3_server.paimon_env().items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("PAIMON_S3_ENDPOINT", proxy.endpoint)

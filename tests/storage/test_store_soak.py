@@ -19,7 +19,7 @@ from dagster_paimon.lsm.compaction import compact_open_table
 from tests.conftest import orders_batch
 from tests.faultproxy import FAULTS, Rule, fault_proxy
 from tests.hooks import compact_manifests
-from tests.storage.faults import new_fault_table, template_bucket, upserted
+from tests.storage.faults import Templates, upserted
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
@@ -32,7 +32,7 @@ def test_compactions_complete_under_random_faults(s3_server, tmp_path, monkeypat
     monkeypatch.setenv("PAIMON_S3_RETRY_BASE_MS", "5")
     monkeypatch.setenv("PAIMON_S3_RETRY_MAX_MS", "200")
     with fault_proxy(s3_server.endpoint, seed=int(rate * 1000)) as proxy:
-        table = new_fault_table(s3_server, proxy, template_bucket(s3_server))
+        table = Templates(s3_server).new_table(proxy, "orders")
         for kind in FAULTS:
             proxy.add(Rule(kind, probability=rate / len(FAULTS), latency_s=0.2))
         written: list[tuple[int, object]] = []
