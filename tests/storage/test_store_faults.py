@@ -43,7 +43,9 @@ pytestmark = pytest.mark.s3
 # so it gets the classes whose faults decide a commit's outcome. Append tables get the classes of
 # their own paths (their data files read and written, the snapshot that commits them: a lost
 # answer must not append twice) and one class per maintenance operation, the one that writes or
-# removes their files; the requests the paths share with orders' are covered there.
+# removes their files; the requests the paths share with orders' are covered there. An unaware
+# table's minor compaction plans as its full one does, and a bucketed table's requests are an
+# unaware one's in other directories: it gets the persistent and lost-answer cases alone.
 CLASSES = {
     "orders": {
         "ingest": (SNAPSHOT_PUT, HINT_PUT, MANIFEST_PUT, DATA_PUT, METADATA_GET),
@@ -66,15 +68,9 @@ CLASSES = {
         "ingest": (SNAPSHOT_PUT, DATA_PUT),
         "overwrite": (SNAPSHOT_PUT,),
         "compact-full": (SNAPSHOT_PUT, DATA_PUT, DATA_GET),
-        "compact": (DATA_GET,),
         "expire-snapshots": (DELETE,),
         "compact-manifests": (MANIFEST_PUT,),
         "remove-orphans": (DELETE,),
-    },
-    "append-bucketed": {
-        "ingest": (DATA_PUT,),
-        "compact-full": (DATA_PUT, DATA_GET),
-        "compact": (DATA_GET,),
     },
 }
 
