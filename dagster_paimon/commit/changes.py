@@ -21,10 +21,11 @@ class BucketChange:
     """Files a bucket loses and gains; `new_files` are those this operation wrote itself.
 
     An upgrade is deleted at its old level and added at its new one, but is not a new file.
-    `changelog` holds the changelog files written; `index` the bucket's new deletion-vector
-    index file, replacing `base_index` (the one the change was computed from, if any);
-    `drop_index` removes `base_index` with no replacement (no vector left, where Java's
-    unaware-bucket maintainer writes no file).
+    `changelog` holds the changelog files written; `index` the bucket's new index file (HASH,
+    or deletion vectors), replacing every index file of its type the bucket has, which must
+    still be `base_index` (the names of those the change was computed from, sorted);
+    `drop_index` removes the bucket's deletion-vector files `base_index` names with no
+    replacement (no vector left, where Java's unaware-bucket maintainer writes no file).
     """
 
     partition: Partition
@@ -35,7 +36,7 @@ class BucketChange:
     new_files: tuple[DataFileMeta, ...] = ()
     changelog: tuple[DataFileMeta, ...] = ()
     index: IndexFileMeta | None = None
-    base_index: str | None = None
+    base_index: tuple[str, ...] = ()
     drop_index: bool = False
 
     def entries(self) -> list[ManifestEntry]:

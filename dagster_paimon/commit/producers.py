@@ -23,7 +23,12 @@ from dagster_paimon.commit.producer import MAX_RETRIES, SnapshotProducer
 from dagster_paimon.errors import CommitConflictError, InvalidOptionError
 from dagster_paimon.failpoints import FILES_RESEQUENCED, failpoint
 from dagster_paimon.io.filekind import DELETE
-from dagster_paimon.io.index import DELETION_VECTORS, bucket_indexes, write_index_manifest
+from dagster_paimon.io.index import (
+    DELETION_VECTORS,
+    bucket_indexes,
+    deletion_indexes,
+    write_index_manifest,
+)
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import entry_identifier
@@ -75,19 +80,25 @@ def check_bucket_counts(live: Iterable[ManifestEntry], changes: Sequence[BucketC
             )
 
 
+def _index_names(table: FileStoreTable, latest: Snapshot, kind: str) -> dict[BucketKey, tuple]:
+    """The names of each bucket's index files of one type, sorted."""
+    if kind == DELETION_VECTORS:
+        return {key: index.names for key, index in deletion_indexes(table, latest).items()}
+    return {key: (index.file_name,) for key, index in bucket_indexes(table, latest, kind).items()}
+
+
 def check_index_bases(
     table: FileStoreTable, latest: Snapshot, changes: Sequence[BucketChange], what: str
 ) -> None:
-    """A bucket whose index we replace must still have the index we started from."""
-    current: dict[str, dict[BucketKey, IndexFileMeta]] = {}
+    """A bucket whose index we replace must still have the index files we started from."""
+    current: dict[str, dict[BucketKey, tuple]] = {}
     for c in changes:
         if c.index is None and not c.drop_index:
             continue
         kind = c.index.index_type if c.index is not None else DELETION_VECTORS
         if kind not in current:
-            current[kind] = bucket_indexes(table, latest, kind)
-        now = current[kind].get((c.partition, c.bucket))
-        if (now.file_name if now else None) != c.base_index:
+            current[kind] = _index_names(table, latest, kind)
+        if current[kind].get((c.partition, c.bucket), ()) != c.base_index:
             raise CommitConflictError(
                 f"the {kind} index of bucket {c.bucket} of partition {c.partition.label()} "
                 f"changed since this {what} started; nothing was committed, run the {what} again"

@@ -1,15 +1,22 @@
-"""A bucket's deletion-vector index file and the snapshot's index manifest (Java's
-BucketedDvMaintainer, DeletionVectorsIndexFile and IndexManifestFileHandler.BucketedCombiner).
+"""A bucket's deletion-vector index files and the snapshot's index manifest (Java's
+BucketedDvMaintainer, DeletionVectorsIndexFile and IndexManifestFileHandler).
 
-Each bucket has at most one index file of each type (DELETION_VECTORS here, HASH for dynamic
-buckets in io/hashes.py); a change rewrites it whole and the new index manifest replaces the
-bucket's entry of that type.
+A bucket has at most one HASH index file (dynamic buckets, io/hashes.py). Its deletion vectors
+may lie in several DELETION_VECTORS files: Java's unaware-bucket writers (Spark's DELETE through
+AppendDeleteFileMaintainer, its compaction) add a file per change and roll them at
+`deletion-vector.index-file.target-size`, keeping the files a change did not touch. Readers take
+the union (each data file's vector lives in exactly one file, SnapshotReaderImpl). A bucketed
+table's maintainer (BucketedDvMaintainer) restores the union and writes one file that replaces
+all of them, as our rewrite does; the new index manifest drops every entry of the bucket of that
+type.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
@@ -67,7 +74,7 @@ def index_entries(table: FileStoreTable, snapshot: Snapshot | None) -> list[Inde
 def bucket_indexes(
     table: FileStoreTable, snapshot: Snapshot | None, index_type: str
 ) -> dict[BucketKey, IndexFileMeta]:
-    """The index file of one type of each bucket that has one."""
+    """The HASH index file of each bucket that has one (one per bucket, BucketedCombiner)."""
     found: dict[BucketKey, IndexFileMeta] = {}
     for e in index_entries(table, snapshot):
         if e.index_file.index_type == index_type:
@@ -75,18 +82,53 @@ def bucket_indexes(
     return found
 
 
+@dataclass(frozen=True)
+class VectorIndex:
+    """Every deletion-vector index file of one bucket (an unaware-bucket table: of one
+    partition), read as one: the union of their vectors."""
+
+    files: tuple[IndexFileMeta, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The index files' names, sorted: what a rewrite started from."""
+        return tuple(sorted(f.file_name for f in self.files))
+
+    @cached_property
+    def ranges(self) -> dict[str, DeletionVectorMeta]:
+        """Where each data file's vector lies, over every index file (read once).
+
+        Raises CorruptMetadataError (a data file with a vector in two index files: Java's
+        commit refuses to write that, and no reader could tell which one holds).
+        """
+        found: dict[str, DeletionVectorMeta] = {}
+        for index in self.files:
+            for name, meta in (index.dv_ranges or {}).items():
+                if name in found:
+                    raise CorruptMetadataError(
+                        f"data file {name} has a deletion vector in two index files "
+                        f"({', '.join(self.names)})"
+                    )
+                found[name] = meta
+        return found
+
+
 def deletion_indexes(
     table: FileStoreTable, snapshot: Snapshot | None
-) -> dict[BucketKey, IndexFileMeta]:
-    """The deletion-vector index file of each bucket that has one."""
-    return bucket_indexes(table, snapshot, DELETION_VECTORS)
+) -> dict[BucketKey, VectorIndex]:
+    """The deletion-vector index files of each bucket that has any."""
+    found: dict[BucketKey, list[IndexFileMeta]] = {}
+    for e in index_entries(table, snapshot):
+        if e.index_file.index_type == DELETION_VECTORS:
+            found.setdefault((Partition.of_row(e.partition), e.bucket), []).append(e.index_file)
+    return {key: VectorIndex(tuple(files)) for key, files in found.items()}
 
 
-def deleted_rows(index: IndexFileMeta | None) -> dict[str, int]:
-    """Deleted row count per data file, from the index meta alone (no file read)."""
-    if index is None or not index.dv_ranges:
+def deleted_rows(index: VectorIndex | None) -> dict[str, int]:
+    """Deleted row count per data file, from the index metadata alone (no file read)."""
+    if index is None:
         return {}
-    return {name: meta.cardinality or 0 for name, meta in index.dv_ranges.items()}
+    return {name: meta.cardinality or 0 for name, meta in index.ranges.items()}
 
 
 def index_path(table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta):
@@ -94,11 +136,11 @@ def index_path(table: FileStoreTable, partition: Partition, bucket: int, index: 
     return table.path_factory().bucket_index_path(partition.values, bucket, index, table.file_io)
 
 
-def read_vectors(
-    table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta | None
+def _read_file_vectors(
+    table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta
 ) -> dict[str, DeletionVector]:
-    """Every data file's deletion vector in a bucket's index file."""
-    if index is None or not index.dv_ranges:
+    """Every data file's deletion vector in one index file."""
+    if not index.dv_ranges:
         return {}
     path = index_path(table, partition, bucket, index)
     with table.file_io.new_input_stream(path) as stream:
@@ -114,6 +156,21 @@ def read_vectors(
         raise CorruptMetadataError(f"deletion vector index {path}: {e}") from e
 
 
+def read_vectors(
+    table: FileStoreTable, partition: Partition, bucket: int, index: VectorIndex | None
+) -> dict[str, DeletionVector]:
+    """Every data file's deletion vector in a bucket's index files (their union).
+
+    Raises CorruptMetadataError (an unreadable index file, a vector in two of them).
+    """
+    if index is None or not index.ranges:  # ranges: a vector in two files is corrupt
+        return {}
+    vectors: dict[str, DeletionVector] = {}
+    for file in index.files:
+        vectors.update(_read_file_vectors(table, partition, bucket, file))
+    return vectors
+
+
 class BucketVectors:
     """A bucket's deletion vectors while a compaction changes them (BucketedDvMaintainer)."""
 
@@ -124,9 +181,9 @@ class BucketVectors:
 
     @classmethod
     def restore(
-        cls, table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta | None
+        cls, table: FileStoreTable, partition: Partition, bucket: int, index: VectorIndex | None
     ) -> BucketVectors:
-        """The vectors of a bucket's current index file."""
+        """The vectors of a bucket's current index files (BucketedDvMaintainer.Factory)."""
         bitmap64 = flag(table.table_schema.options, DELETION_VECTORS_BITMAP64)
         return cls(read_vectors(table, partition, bucket, index), bitmap64=bitmap64)
 
@@ -149,7 +206,8 @@ class BucketVectors:
                 self.modified = True
 
     def write(self, table: FileStoreTable, partition: Partition, bucket: int) -> IndexFileMeta:
-        """One new index file with every vector (only the version byte if none are left)."""
+        """One new index file with every vector (only the version byte if none are left): it
+        replaces all the bucket's index files, as BucketedDvMaintainer.writeSingleFile does."""
         blob = bytearray([INDEX_VERSION])
         ranges: dict[str, DeletionVectorMeta] = {}
         for file_name, vector in self.vectors.items():

@@ -12,12 +12,11 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql.datasource import InputPartition
 
-from dagster_paimon.io.index import BucketVectors
+from dagster_paimon.io.index import BucketVectors, VectorIndex
 from dagster_paimon.io.kv import key_columns
 from dagster_paimon.io.read import read_run, run_batch_rows
 from dagster_paimon.io.vectors import positions_of
@@ -38,7 +37,7 @@ class BucketSplit(InputPartition):
         partition: Partition,
         bucket: int,
         files: tuple[DataFileMeta, ...],
-        dv_index: IndexFileMeta | None = None,
+        dv_index: VectorIndex | None = None,
     ):
         super().__init__((partition, bucket))
         self.partition = partition

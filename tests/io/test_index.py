@@ -20,6 +20,7 @@ from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError
 from dagster_paimon.io.index import (
     DELETION_VECTORS,
     BucketVectors,
+    VectorIndex,
     delete_index_file,
     deleted_rows,
     deletion_indexes,
@@ -43,6 +44,11 @@ def partition_of(table, day: str) -> Partition:
 def index_path(table, name: str) -> str:
     """Where a default-layout index file lives: <table>/index/<name>."""
     return os.path.join(table.table_path, "index", name)
+
+
+def one(meta: IndexFileMeta) -> VectorIndex:
+    """A bucket whose vectors lie in one index file."""
+    return VectorIndex((meta,))
 
 
 def filled(bitmap64: bool = False, **files: list[int]) -> BucketVectors:
@@ -96,7 +102,7 @@ def test_write_then_read_vectors_round_trip(table):
     assert vectors.modified
     meta = vectors.write(table, part, 1)
 
-    back = read_vectors(table, part, 1, meta)
+    back = read_vectors(table, part, 1, one(meta))
     assert set(back) == {"a.parquet", "b.parquet", "c.parquet"}
     for name, positions in wanted.items():
         assert type(back[f"{name}.parquet"]) is BitMap
@@ -135,7 +141,7 @@ def test_empty_map_writes_only_version_byte(table):
     assert meta.file_size == 1
     assert meta.row_count == 0
     assert not meta.dv_ranges
-    assert read_vectors(table, part, 0, meta) == {}
+    assert read_vectors(table, part, 0, one(meta)) == {}
 
 
 def test_each_write_makes_a_new_file(table):
@@ -163,7 +169,7 @@ def test_read_vectors_bad_version_is_corrupt(table):
     data[0] = 2
     Path(path).write_bytes(bytes(data))
     with pytest.raises(CorruptMetadataError, match="unknown version"):
-        read_vectors(table, part, 0, meta)
+        read_vectors(table, part, 0, one(meta))
 
 
 def test_read_vectors_corrupt_vector_names_the_file(table):
@@ -175,7 +181,7 @@ def test_read_vectors_corrupt_vector_names_the_file(table):
     data[meta.dv_ranges["b.parquet"].offset + 9] ^= 0xFF
     Path(path).write_bytes(bytes(data))
     with pytest.raises(CorruptMetadataError, match=meta.file_name):
-        read_vectors(table, part, 0, meta)
+        read_vectors(table, part, 0, one(meta))
 
 
 def test_read_vectors_mismatched_recorded_length_is_corrupt(table):
@@ -185,7 +191,7 @@ def test_read_vectors_mismatched_recorded_length_is_corrupt(table):
     good = meta.dv_ranges["a.parquet"]
     meta.dv_ranges["a.parquet"] = dataclasses.replace(good, length=good.length + 1)
     with pytest.raises(CorruptMetadataError, match="does not match"):
-        read_vectors(table, part, 0, meta)
+        read_vectors(table, part, 0, one(meta))
 
 
 def test_unpartitioned_table_round_trip(warehouse):
@@ -194,7 +200,7 @@ def test_unpartitioned_table_round_trip(warehouse):
     table = create_table(warehouse, TableSpec("db", "plain", schema, ("id",), 1))
     part = Partition(())
     meta = filled(a=[4, 2]).write(table, part, 0)
-    assert positions_of(read_vectors(table, part, 0, meta)["a.parquet"]).tolist() == [2, 4]
+    assert positions_of(read_vectors(table, part, 0, one(meta))["a.parquet"]).tolist() == [2, 4]
     manifest = write_index_manifest(table, None, {(part, 0): meta})
     entries = IndexManifestFile(table).read(manifest)
     assert len(entries) == 1
@@ -270,7 +276,7 @@ def test_restore_reads_current_vectors(table):
     """restore gives the written vectors, unmodified, and further deletes build on them."""
     part = partition_of(table, DAY1)
     meta = filled(a=[1, 2], b=[7]).write(table, part, 1)
-    restored = BucketVectors.restore(table, part, 1, meta)
+    restored = BucketVectors.restore(table, part, 1, one(meta))
     assert not restored.modified
     assert not restored.bitmap64
     assert {n: positions_of(v).tolist() for n, v in restored.vectors.items()} == {
@@ -279,7 +285,7 @@ def test_restore_reads_current_vectors(table):
     }
     restored.delete("c.parquet", np.array([0], dtype=np.int64))
     assert type(restored.of("c.parquet")) is BitMap
-    again = read_vectors(table, part, 1, restored.write(table, part, 1))
+    again = read_vectors(table, part, 1, one(restored.write(table, part, 1)))
     assert {n: positions_of(v).tolist() for n, v in again.items()} == {
         "a.parquet": [1, 2],
         "b.parquet": [7],
@@ -301,7 +307,7 @@ def test_bitmap64_option_makes_restore_use_64_bit_vectors(warehouse):
     assert meta.dv_ranges["a.parquet"] == DeletionVectorMeta("a.parquet", 1, recorded, 2)
     assert recorded == len(blob)
 
-    restored = BucketVectors.restore(table, part, 0, meta)
+    restored = BucketVectors.restore(table, part, 0, one(meta))
     assert restored.bitmap64
     assert type(restored.of("a.parquet")) is BitMap64
     assert positions_of(restored.of("a.parquet")).tolist() == [1, 2**32 + 3]
@@ -329,7 +335,7 @@ def test_default_location_is_table_index_dir(table):
     assert meta.external_path is None
     bucket_dir = os.path.join(table.table_path, f"dt={DAY1}", "bucket-1")
     assert not os.path.exists(os.path.join(bucket_dir, meta.file_name))
-    assert positions_of(read_vectors(table, part, 1, meta)["a.parquet"]).tolist() == [1]
+    assert positions_of(read_vectors(table, part, 1, one(meta))["a.parquet"]).tolist() == [1]
 
 
 def test_index_file_in_data_file_dir_lives_in_bucket_dir(warehouse):
@@ -341,7 +347,7 @@ def test_index_file_in_data_file_dir_lives_in_bucket_dir(warehouse):
     assert os.path.isfile(in_bucket)
     assert not os.path.exists(index_path(table, meta.file_name))
     assert Path(in_bucket).read_bytes()[0] == 1
-    assert positions_of(read_vectors(table, part, 1, meta)["a.parquet"]).tolist() == [8, 9]
+    assert positions_of(read_vectors(table, part, 1, one(meta))["a.parquet"]).tolist() == [8, 9]
     delete_index_file(table, part, 1, meta)
     assert not os.path.exists(in_bucket)
 
@@ -365,14 +371,14 @@ def test_deleted_rows_from_metadata_alone(table):
     part = partition_of(table, DAY1)
     meta = filled(a=[1, 2, 2, 3], b=list(range(100)), c=[7]).write(table, part, 0)
     delete_index_file(table, part, 0, meta)
-    assert deleted_rows(meta) == {"a.parquet": 3, "b.parquet": 100, "c.parquet": 1}
+    assert deleted_rows(one(meta)) == {"a.parquet": 3, "b.parquet": 100, "c.parquet": 1}
 
 
 def test_deleted_rows_without_ranges_is_empty():
     """No meta, or a meta with no ranges, means no deleted rows."""
     assert deleted_rows(None) == {}
     empty = IndexFileMeta(DELETION_VECTORS, "index-x-0", 1, 0, dv_ranges=None)
-    assert deleted_rows(empty) == {}
+    assert deleted_rows(one(empty)) == {}
 
 
 def test_deleted_rows_treats_missing_cardinality_as_zero():
@@ -380,7 +386,7 @@ def test_deleted_rows_treats_missing_cardinality_as_zero():
     meta = IndexFileMeta(
         DELETION_VECTORS, "index-x-0", 30, 1, {"a.parquet": DeletionVectorMeta("a.parquet", 1, 20)}
     )
-    assert deleted_rows(meta) == {"a.parquet": 0}
+    assert deleted_rows(one(meta)) == {"a.parquet": 0}
 
 
 # --- index manifest --------------------------------------------------------------------------
@@ -412,8 +418,8 @@ def test_write_index_manifest_from_nothing(committed):
     assert all(e.kind == 0 for e in keyed.values())
 
     indexes = deletion_indexes(table, dataclasses.replace(snapshot, index_manifest=name))
-    assert indexes == {(p1, 0): m1, (p2, 1): m2}
-    assert indexes[(p2, 1)].dv_ranges == m2.dv_ranges
+    assert indexes == {(p1, 0): one(m1), (p2, 1): one(m2)}
+    assert indexes[(p2, 1)].ranges == m2.dv_ranges
 
 
 def test_write_index_manifest_replaces_only_given_buckets(committed):
@@ -472,7 +478,7 @@ def test_write_index_manifest_with_empty_bucket_file(committed):
     p1 = partition_of(table, DAY1)
     old = filled(a=[1]).write(table, p1, 0)
     base = IndexManifestFile(table).write([dv_entry(p1, 0, old)])
-    vectors = BucketVectors.restore(table, p1, 0, old)
+    vectors = BucketVectors.restore(table, p1, 0, one(old))
     vectors.remove(["a.parquet"])
     assert vectors.modified
     empty = vectors.write(table, p1, 0)

@@ -27,18 +27,14 @@ minSequenceNumber (BaseAppendFileStoreWrite.compactRewrite). Planning reads meta
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import UnsupportedLayoutError
-from dagster_paimon.io.index import DELETION_VECTORS as VECTOR_INDEX
-from dagster_paimon.io.index import index_entries
+from dagster_paimon.io.index import VectorIndex
 from dagster_paimon.lsm.model.append_health import (
     APPEND_TARGET_FILE_SIZE,
     DEFAULT_SMALL_FILE_RATIO,
@@ -61,7 +57,6 @@ from dagster_paimon.options import (
     read_option,
 )
 from dagster_paimon.partition import Partition
-from dagster_paimon.snapshot.resolve import resolve_snapshot
 
 OPEN_FILE_COST = 4 * 1024 * 1024
 FULL_COMPACT_MIN_FILE = 3
@@ -114,7 +109,7 @@ class AppendTask:
     bucket: int
     total_buckets: int
     files: tuple[DataFileMeta, ...]
-    dv_index: IndexFileMeta | None = None
+    dv_index: VectorIndex | None = None
 
     @property
     def first_sequence(self) -> int:
@@ -222,10 +217,10 @@ def pack_unaware_vectors(
     return bins + (pack_unaware(rest, options) if len(rest) > 1 else [])
 
 
-def too_many_deleted(file: DataFileMeta, index: IndexFileMeta | None, threshold: float) -> bool:
+def too_many_deleted(file: DataFileMeta, index: VectorIndex | None, threshold: float) -> bool:
     """AppendCompactCoordinator.tooHighDeleteRatio: a file's vector marks more than the
     threshold of its rows (or does not say how many)."""
-    meta = (index.dv_ranges or {}).get(file.file_name) if index is not None else None
+    meta = index.ranges.get(file.file_name) if index is not None else None
     if meta is None:
         return False
     return meta.cardinality is None or meta.cardinality > file.row_count * threshold
@@ -235,7 +230,7 @@ def _vector_files(tree: BucketLevels, options: AppendOptions) -> frozenset[str]:
     """The files of a bucket that have a deletion vector (none unless vectors are enabled)."""
     if not options.deletion_vectors or tree.dv_index is None:
         return frozenset()
-    return frozenset(tree.dv_index.dv_ranges or {})
+    return frozenset(tree.dv_index.ranges)
 
 
 def _task(tree: BucketLevels, files: Sequence[DataFileMeta], options: AppendOptions) -> AppendTask:
@@ -286,29 +281,35 @@ def plan_append_tasks(
     levels: TableLevels, table_options: Mapping[str, str], *, full: bool = False
 ) -> tuple[AppendTask, ...]:
     """Every task Paimon would run on the append table `levels` reads (unaware: full or not,
-    the coordinator packs small files alike)."""
+    the coordinator packs small files alike).
+
+    Raises UnsupportedLayoutError (an unaware-bucket task whose vectors lie in several index
+    files: see check_vector_indexes).
+    """
     options = AppendOptions.from_table_options(table_options)
     if bucket(table_options) == UNAWARE_BUCKET:
-        return tuple(_unaware_tasks(levels, options))
+        return check_vector_indexes(tuple(_unaware_tasks(levels, options)))
     return tuple(t for b in levels.buckets if (t := _bucketed_task(b, options, full)))
 
 
-def check_vector_indexes(table: FileStoreTable, snapshot_id: int | None) -> None:
-    """Refuse an append table a bucket (unaware: a partition) of which holds several
-    deletion-vector index files: we rewrite the one index of a bucket, Java's unaware-bucket
-    writers roll them and rewrite only those a compaction touches."""
-    if snapshot_id is None or not flag(table.table_schema.options, DELETION_VECTORS):
-        return
-    counts = Counter(
-        (Partition.of_row(e.partition), e.bucket)
-        for e in index_entries(table, resolve_snapshot(table, snapshot_id))
-        if e.index_file.index_type == VECTOR_INDEX
+def check_vector_indexes(tasks: tuple[AppendTask, ...]) -> tuple[AppendTask, ...]:
+    """Refuse unaware-bucket tasks that rewrite vectors of a partition holding several
+    deletion-vector index files. Java's coordinator (packInDeletionVectorVMode) then groups the
+    files by index file, and each task rewrites only the index files it touches, keeping the
+    others; our task rewrites a partition's vectors into one file replacing all of them, which
+    reads the same but is not what Java writes. Tasks over files without vectors do not touch
+    the index and run; a bucketed table's several files are one, as BucketedDvMaintainer
+    rewrites them."""
+    several = sorted(
+        f"{t.partition.label()} bucket {t.bucket} ({len(t.dv_index.files)} index files)"
+        for t in tasks
+        if t.dv_index is not None and len(t.dv_index.files) > 1
     )
-    several = sorted(f"{p.label()} bucket {b}" for (p, b), n in counts.items() if n > 1)
     if several:
         raise UnsupportedLayoutError(
             "dagster-paimon does not implement compaction for this table, so nothing was "
-            f"written: {', '.join(several)} hold several deletion-vector index files (Java "
-            "rolls them per partition of an unaware-bucket table); we compact append tables "
-            "whose buckets hold one"
+            f"written: the deletion vectors of {', '.join(several)} lie in several index files "
+            "(Java's unaware-bucket writers roll them per partition) and we rewrite a "
+            "partition's vectors as one file; reads of it are exact"
         )
+    return tasks

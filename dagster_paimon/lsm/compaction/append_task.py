@@ -100,7 +100,7 @@ def run_append_task(table: FileStoreTable, task: AppendTask) -> CompactResult:
             added=new_files,
             new_files=new_files,
             index=index,
-            base_index=task.dv_index.file_name if task.dv_index else None,
+            base_index=task.dv_index.names if task.dv_index else (),
             drop_index=dropped,
         ),
         bytes_read=task.rewritten_bytes,

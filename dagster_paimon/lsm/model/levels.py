@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.schema.table_schema import TableSchema
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InternalError, InvalidArgumentError
-from dagster_paimon.io.index import deleted_rows, deletion_indexes
+from dagster_paimon.io.index import VectorIndex, deleted_rows, deletion_indexes
 from dagster_paimon.lsm.model.append_health import (
     AppendBucketHealth,
     AppendTableHealth,
@@ -91,7 +90,7 @@ class BucketLevels:
     bucket: int
     total_buckets: int
     levels: Levels
-    dv_index: IndexFileMeta | None = None
+    dv_index: VectorIndex | None = None
 
     def deleted_rows(self) -> dict[str, int]:
         """Rows deletion vectors mark, per data file of the bucket."""

@@ -15,11 +15,19 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
+from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon_rust.datafusion import SQLContext
 
-from dagster_paimon.errors import CommitConflictError, InvalidOptionError, UnsupportedLayoutError
+from dagster_paimon.errors import (
+    CommitConflictError,
+    CorruptMetadataError,
+    InvalidOptionError,
+    UnsupportedLayoutError,
+)
 from dagster_paimon.io.index import (
-    IndexManifestWriter,
+    DELETION_VECTORS,
+    VectorIndex,
     deleted_rows,
     deletion_indexes,
     index_entries,
@@ -33,6 +41,7 @@ from dagster_paimon.lsm.compaction.append_plan import (
 )
 from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.lsm.compaction.executor import COMPACTION, LocalExecutor
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import live_entries
@@ -43,6 +52,7 @@ from tests.maintenance.appends import (
     ORDER,
     append_commits,
     append_table,
+    delete_beside,
     delete_positions,
     events,
     file_rows,
@@ -232,22 +242,65 @@ def test_the_replaced_index_file_goes_once_no_snapshot_uses_it(warehouse, layout
     assert Counter(rows(table)) == expected
 
 
-def test_a_bucket_with_several_index_files_is_refused(warehouse):
+def several_index_files(warehouse, layout: str) -> tuple[list[tuple], Counter, dict]:
+    """A table one bucket (unaware: partition) of which holds two deletion-vector index files,
+    as Java's unaware-bucket DELETE leaves it: rows written, rows left, deleted rows per file."""
+    table = append_table(warehouse, layout, partitioned=False, **DV)
+    everything = write(table, 3)
+    files = min(bucket_files(table).items())[1]
+    expected = delete_and_model(table, {files[0].file_name: [0]}, everything)
+    gone = Counter(file_rows(table, files[1].file_name)[p] for p in (0, 1))
+    delete_beside(table, {files[1].file_name: [0, 1]})
+    counts = Counter(e.bucket for e in index_entries(table, latest(table)))
+    assert counts[min(bucket_files(table))[1]] == 2
+    return everything, expected - gone, {files[0].file_name: 1, files[1].file_name: 2}
+
+
+@pytest.mark.parametrize("layout", ["bucketed", "unaware"])
+def test_several_index_files_of_a_bucket_read_as_their_union(warehouse, paimon_java, layout):
+    _, expected, deleted = several_index_files(warehouse, layout)
+    table = open_table(warehouse, REF)
+    assert vectors(table) == deleted
+    levels = read_levels(table)
+    assert {n: c for b in levels.buckets for n, c in b.deleted_rows().items()} == deleted
+    assert PaimonTable.open(warehouse, REF).health().totals.deleted_rows == 3
+    assert_every_reader_reads(warehouse, expected, paimon_java)
+
+
+def test_a_data_file_in_two_index_files_is_corrupt(warehouse):
     table = append_table(warehouse, "unaware", partitioned=False, **DV)
-    append_commits(table, 2)
-    ((_, files),) = bucket_files(table).items()
-    delete_positions(table, {files[0].file_name: [0]})
-    first = index_entries(table, latest(table))
-    delete_positions(table, {files[1].file_name: [0]})  # replaces the index file
-    # as Java's unaware-bucket DELETE leaves it: a second index file beside the first
-    both = IndexManifestWriter(table).write(first + index_entries(table, latest(table)))
+    write(table, 2)
+    name = min(bucket_files(table).items())[1][0].file_name
+    delete_positions(table, {name: [0]})
+    delete_beside(table, {name: [1]})
+    with pytest.raises(CorruptMetadataError, match=f"{name} has a deletion vector in two"):
+        PaimonTable.open(warehouse, REF).health()
+
+
+def test_unaware_compaction_of_vectors_in_several_index_files_is_refused(warehouse):
+    several_index_files(warehouse, "unaware")
+    table = open_table(warehouse, REF)
     snapshot = latest(table)
-    snapshot_path = table.snapshot_manager().get_snapshot_path(snapshot.id)
-    text = table.file_io.read_file_utf8(snapshot_path)
-    table.file_io.overwrite_file_utf8(snapshot_path, text.replace(snapshot.index_manifest, both))
-    with pytest.raises(UnsupportedLayoutError, match="several deletion-vector index files"):
+    with pytest.raises(UnsupportedLayoutError, match=r"bucket 0 \(2 index files\)"):
         compact_table(TableRef(warehouse, REF))
     assert latest(table).id == snapshot.id
+
+
+def test_bucketed_compaction_merges_several_index_files_into_one(
+    warehouse, paimon_java, paimon_java_1_0
+):
+    """BucketedDvMaintainer restores every index file of the bucket and writes one."""
+    _, expected, _ = several_index_files(warehouse, "bucketed")
+    table = open_table(warehouse, REF)
+    files = min(bucket_files(table).items())[1]
+    key = min(bucket_files(table))
+    result = compact_table(TableRef(warehouse, REF), full=True)
+    table = open_table(warehouse, REF)
+    assert {t.bucket for t in result.tasks} >= {key[1]}
+    assert not set(vectors(table)) & {f.file_name for f in files}
+    assert len(deletion_indexes(table, latest(table))[key].files) == 1
+    assert PaimonTable.open(warehouse, REF).health().totals.deleted_rows == 0
+    assert_every_reader_reads(warehouse, expected, paimon_java, paimon_java_1_0)
 
 
 def test_a_task_with_vectors_travels_to_executors_whole(warehouse):
@@ -285,11 +338,10 @@ def _meta(name: str, size: int, seq: int, rows: int = 100):
     )
 
 
-def _index(**deleted: int | None):
-    """An index's metadata naming each file's deleted-row count."""
-    return SimpleNamespace(
-        dv_ranges={n: SimpleNamespace(cardinality=c) for n, c in deleted.items()}
-    )
+def _index(**deleted: int | None) -> VectorIndex:
+    """A bucket's index metadata naming each file's deleted-row count."""
+    ranges = {n: DeletionVectorMeta(n, 1, 1, c) for n, c in deleted.items()}
+    return VectorIndex((IndexFileMeta(DELETION_VECTORS, "index-0", 1, len(ranges), ranges),))
 
 
 def test_full_pick_with_vectors_stops_dropping_big_files_at_the_first_with_a_vector():
