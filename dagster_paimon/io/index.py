@@ -112,6 +112,15 @@ class VectorIndex:
                 found[name] = meta
         return found
 
+    @cached_property
+    def holders(self) -> dict[str, str]:
+        """The index file holding each data file's vector."""
+        return {name: f.file_name for f in self.files for name in (f.dv_ranges or {})}
+
+    def of(self, index_files: Collection[str]) -> VectorIndex:
+        """Just the named index files of the bucket."""
+        return VectorIndex(tuple(f for f in self.files if f.file_name in index_files))
+
 
 def deletion_indexes(
     table: FileStoreTable, snapshot: Snapshot | None
@@ -254,31 +263,32 @@ def delete_index_file(
 def write_index_manifest(
     table: FileStoreTable,
     latest: Snapshot | None,
-    replacements: Mapping[BucketKey, IndexFileMeta],
+    added: Iterable[tuple[BucketKey, IndexFileMeta]],
+    removed: Collection[str] = (),
     dropped: Collection[Partition] = (),
-    dropped_vectors: Collection[BucketKey] = (),
 ) -> str | None:
-    """The latest index manifest with each bucket's entry of a replacement's type replaced, no
-    bucket index left for the `dropped` partitions (overwritten: their files are gone) and no
-    deletion-vector index for the `dropped_vectors` buckets."""
-    if not replacements and not dropped and not dropped_vectors:
+    """The latest index manifest without the `removed` index files (by name) and without any
+    bucket index of the `dropped` partitions (overwritten: their files are gone), plus the
+    `added` files: the entries IndexManifestFileHandler combines from a commit's ADD and DELETE
+    index entries. The caller checks that a bucketed rewrite removes every file of its type."""
+    added = list(added)
+    if not added and not removed and not dropped:
         return latest.index_manifest if latest else None
 
-    def replaced(entry: IndexManifestEntry) -> bool:
-        partition = Partition.of_row(entry.partition)
-        if partition in dropped:
-            return entry.index_file.index_type in BUCKET_INDEX_TYPES
-        if (partition, entry.bucket) in dropped_vectors:
-            return entry.index_file.index_type == DELETION_VECTORS
-        new = replacements.get((partition, entry.bucket))
-        return new is not None and new.index_type == entry.index_file.index_type
+    def gone(entry: IndexManifestEntry) -> bool:
+        if entry.index_file.file_name in removed:
+            return True
+        return (
+            entry.index_file.index_type in BUCKET_INDEX_TYPES
+            and Partition.of_row(entry.partition) in dropped
+        )
 
     entries = index_entries(table, latest)
-    kept = [e for e in entries if not replaced(e)]
-    if len(kept) == len(entries) and not replacements:
+    kept = [e for e in entries if not gone(e)]
+    if len(kept) == len(entries) and not added:
         return latest.index_manifest if latest else None
-    added = [
+    new = [
         IndexManifestEntry(ADD, partition.row(), bucket, index)
-        for (partition, bucket), index in replacements.items()
+        for (partition, bucket), index in added
     ]
-    return IndexManifestWriter(table).write(kept + added)
+    return IndexManifestWriter(table).write(kept + new)

@@ -201,7 +201,7 @@ def test_unpartitioned_table_round_trip(warehouse):
     part = Partition(())
     meta = filled(a=[4, 2]).write(table, part, 0)
     assert positions_of(read_vectors(table, part, 0, one(meta))["a.parquet"]).tolist() == [2, 4]
-    manifest = write_index_manifest(table, None, {(part, 0): meta})
+    manifest = write_index_manifest(table, None, [((part, 0), meta)])
     entries = IndexManifestFile(table).read(manifest)
     assert len(entries) == 1
     assert entries[0].partition.values == []
@@ -393,12 +393,12 @@ def test_deleted_rows_treats_missing_cardinality_as_zero():
 
 
 def test_write_index_manifest_without_changes_keeps_latest(committed):
-    """No replacements: the latest manifest name (or None) is returned, nothing written."""
+    """No change: the latest manifest name (or None) is returned, nothing written."""
     table, snapshot = committed
-    assert write_index_manifest(table, None, {}) is None
-    assert write_index_manifest(table, snapshot, {}) == snapshot.index_manifest
+    assert write_index_manifest(table, None, []) is None
+    assert write_index_manifest(table, snapshot, []) == snapshot.index_manifest
     with_manifest = dataclasses.replace(snapshot, index_manifest="index-manifest-abc")
-    assert write_index_manifest(table, with_manifest, {}) == "index-manifest-abc"
+    assert write_index_manifest(table, with_manifest, []) == "index-manifest-abc"
 
 
 def test_write_index_manifest_from_nothing(committed):
@@ -408,7 +408,7 @@ def test_write_index_manifest_from_nothing(committed):
     p1, p2 = partition_of(table, DAY1), partition_of(table, DAY2)
     m1 = filled(a=[1, 2]).write(table, p1, 0)
     m2 = filled(b=[3]).write(table, p2, 1)
-    name = write_index_manifest(table, snapshot, {(p1, 0): m1, (p2, 1): m2})
+    name = write_index_manifest(table, snapshot, [((p1, 0), m1), ((p2, 1), m2)])
     keyed = entries_by_key(table, name)
     assert set(keyed) == {(DELETION_VECTORS, (DAY1,), 0), (DELETION_VECTORS, (DAY2,), 1)}
     got = keyed[(DELETION_VECTORS, (DAY1,), 0)].index_file
@@ -422,8 +422,8 @@ def test_write_index_manifest_from_nothing(committed):
     assert indexes[(p2, 1)].ranges == m2.dv_ranges
 
 
-def test_write_index_manifest_replaces_only_given_buckets(committed):
-    """The given bucket's DV entry is replaced; other buckets' DV and HASH entries are kept."""
+def test_write_index_manifest_replaces_only_given_files(committed):
+    """The removed DV file is replaced; other buckets' DV and HASH entries are kept."""
     table, snapshot = committed
     p1, p2 = partition_of(table, DAY1), partition_of(table, DAY2)
     old_10 = filled(a=[1]).write(table, p1, 0)
@@ -442,7 +442,9 @@ def test_write_index_manifest_replaces_only_given_buckets(committed):
 
     new_10 = filled(a=[1, 5], d=[0]).write(table, p1, 0)
     new_21 = filled(e=[4]).write(table, p2, 1)
-    name = write_index_manifest(table, latest, {(p1, 0): new_10, (p2, 1): new_21})
+    name = write_index_manifest(
+        table, latest, [((p1, 0), new_10), ((p2, 1), new_21)], {old_10.file_name}
+    )
     assert name != base
 
     keyed = entries_by_key(table, name)
@@ -483,7 +485,10 @@ def test_write_index_manifest_with_empty_bucket_file(committed):
     assert vectors.modified
     empty = vectors.write(table, p1, 0)
     name = write_index_manifest(
-        table, dataclasses.replace(snapshot, index_manifest=base), {(p1, 0): empty}
+        table,
+        dataclasses.replace(snapshot, index_manifest=base),
+        [((p1, 0), empty)],
+        {old.file_name},
     )
     keyed = entries_by_key(table, name)
     got = keyed[(DELETION_VECTORS, (DAY1,), 0)].index_file
@@ -526,8 +531,55 @@ def test_index_manifest_writes_deletion_vector_ranges_as_java_does(table):
     manifest = write_index_manifest(
         table,
         None,
-        {(part, 0): empty, (partition_of(table, DAY2), 1): hash_entry(part, 1, "h").index_file},
+        [((part, 0), empty), ((partition_of(table, DAY2), 1), hash_entry(part, 1, "h").index_file)],
     )
     with open(os.path.join(table.table_path, "manifest", manifest), "rb") as f:
         ranges = {r["_INDEX_TYPE"]: r["_DELETIONS_VECTORS_RANGES"] for r in fastavro.reader(f)}
     assert ranges == {DELETION_VECTORS: [], "HASH": None}
+
+
+# --- several index files of a bucket ----------------------------------------------------------
+
+
+def test_several_index_files_read_as_their_union(committed):
+    """A bucket's vectors lie in several files (Java's unaware-bucket writers): read all."""
+    table, snapshot = committed
+    p1 = partition_of(table, DAY1)
+    first = filled(a=[1, 2]).write(table, p1, 0)
+    second = filled(b=[3], c=[0, 5, 9]).write(table, p1, 0)
+    base = IndexManifestFile(table).write([dv_entry(p1, 0, first), dv_entry(p1, 0, second)])
+    index = deletion_indexes(table, dataclasses.replace(snapshot, index_manifest=base))[(p1, 0)]
+    assert index.names == tuple(sorted((first.file_name, second.file_name)))
+    assert deleted_rows(index) == {"a.parquet": 2, "b.parquet": 1, "c.parquet": 3}
+    assert index.holders == {
+        "a.parquet": first.file_name,
+        "b.parquet": second.file_name,
+        "c.parquet": second.file_name,
+    }
+    vectors = BucketVectors.restore(table, p1, 0, index)
+    assert {n: positions_of(v).tolist() for n, v in vectors.vectors.items()} == {
+        "a.parquet": [1, 2],
+        "b.parquet": [3],
+        "c.parquet": [0, 5, 9],
+    }
+    assert index.of({second.file_name}) == one(second)
+    # replacing one file by name keeps the other
+    name = write_index_manifest(
+        table, dataclasses.replace(snapshot, index_manifest=base), [], {second.file_name}
+    )
+    after = deletion_indexes(table, dataclasses.replace(snapshot, index_manifest=name))
+    assert after == {(p1, 0): one(first)}
+
+
+def test_a_vector_in_two_index_files_is_corrupt(committed):
+    """No reader could tell which of two vectors of one data file holds: refuse to guess."""
+    table, snapshot = committed
+    p1 = partition_of(table, DAY1)
+    first = filled(a=[1]).write(table, p1, 0)
+    second = filled(a=[2]).write(table, p1, 0)
+    base = IndexManifestFile(table).write([dv_entry(p1, 0, first), dv_entry(p1, 0, second)])
+    index = deletion_indexes(table, dataclasses.replace(snapshot, index_manifest=base))[(p1, 0)]
+    with pytest.raises(CorruptMetadataError, match=r"a\.parquet has a deletion vector in two"):
+        deleted_rows(index)
+    with pytest.raises(CorruptMetadataError, match=r"a\.parquet has a deletion vector in two"):
+        read_vectors(table, p1, 0, index)

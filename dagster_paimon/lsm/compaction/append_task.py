@@ -55,9 +55,10 @@ def _batches(
 def _rewritten_index(
     table: FileStoreTable, task: AppendTask, vectors: BucketVectors | None
 ) -> tuple[IndexFileMeta | None, bool]:
-    """The bucket's index without the rewritten files' vectors (None if it held none of them),
-    and whether the index goes instead: an unaware-bucket partition's once no vector is left
-    (AppendDeleteFileMaintainer; a bucket keeps an empty one, as BucketedDvMaintainer does)."""
+    """The task's index files without the rewritten files' vectors, as one file (None if they
+    held none of them), and whether they go instead: an unaware-bucket partition's once no
+    vector of theirs is left (AppendDeleteFileMaintainer; a bucket keeps an empty one, as
+    BucketedDvMaintainer does)."""
     if vectors is None:
         return None, False
     vectors.remove(f.file_name for f in task.files)

@@ -23,7 +23,6 @@ from dagster_paimon.errors import (
     CommitConflictError,
     CorruptMetadataError,
     InvalidOptionError,
-    UnsupportedLayoutError,
 )
 from dagster_paimon.io.index import (
     DELETION_VECTORS,
@@ -68,6 +67,7 @@ REF = "db.events"
 ROWS = 48
 # every pypaimon file of 12 rows is at least this small-file size: none is small
 ALL_BIG = {"compaction.small-file-ratio": "0.000001"}
+MIN_TWO = {"compaction.min.file-num": "2"}
 KINDS = [
     pytest.param(layout, partitioned, id=f"{layout}-{'partitioned' if partitioned else 'flat'}")
     for layout in ("bucketed", "unaware")
@@ -277,13 +277,60 @@ def test_a_data_file_in_two_index_files_is_corrupt(warehouse):
         PaimonTable.open(warehouse, REF).health()
 
 
-def test_unaware_compaction_of_vectors_in_several_index_files_is_refused(warehouse):
-    several_index_files(warehouse, "unaware")
+def index_names(table) -> set[str]:
+    """The deletion-vector index files of the latest snapshot."""
+    return {n for index in deletion_indexes(table, latest(table)).values() for n in index.names}
+
+
+def test_unaware_compaction_rewrites_only_the_index_files_it_touches(
+    warehouse, paimon_java, paimon_java_1_0
+):
+    """AppendDeleteFileMaintainer: the index files holding the task's vectors go, their other
+    vectors move to a new file, the partition's other index files stay as they are."""
+    table = append_table(warehouse, "unaware", partitioned=False, **DV, **ALL_BIG)
+    everything = write(table, 4)
+    f0, f1, f2, f3 = (f.file_name for f in min(bucket_files(table).items())[1])
+    many = list(range(20))  # more than compaction.delete-ratio-threshold (0.2) of 48 rows
+    expected = delete_and_model(table, {f0: many, f1: [0]}, everything)  # index 1
+    for name, positions in ((f2, many), (f3, [1])):  # index 2, index 3
+        expected -= Counter(file_rows(table, name)[p] for p in positions)
+        delete_beside(table, {name: positions})
     table = open_table(warehouse, REF)
+    holders = deletion_indexes(table, latest(table))[min(bucket_files(table))].holders
+    assert len(set(holders.values())) == 3
+    assert vectors(table) == {f0: 20, f1: 1, f2: 20, f3: 1}
+
+    result = compact_table(TableRef(warehouse, REF))
+
+    ((task,),) = [result.tasks]
+    assert {f.file_name for f in task.files} == {f0, f2}  # too many deleted rows: candidates
+    assert set(task.dv_index.names) == {holders[f0], holders[f2]}
+    table = open_table(warehouse, REF)
+    assert vectors(table) == {f1: 1, f3: 1}
+    after = deletion_indexes(table, latest(table))[min(bucket_files(table))].holders
+    assert after[f3] == holders[f3]  # untouched: kept
+    assert after[f1] not in set(holders.values())  # moved out of the rewritten index file
+    assert PaimonTable.open(warehouse, REF).health().totals.deleted_rows == 2
+    assert_every_reader_reads(warehouse, expected, paimon_java, paimon_java_1_0)
+
+
+def test_a_delete_beside_the_touched_index_files_meanwhile_fails_the_compaction(warehouse):
+    """A vector committed meanwhile in a new index file for a file the task rewrites would be
+    lost: the commit refuses, the table keeps the other writer's snapshot."""
+    table = append_table(warehouse, "unaware", partitioned=False, **DV, **MIN_TWO)
+    everything = write(table, 3)
+    f0, f1, f2 = (f.file_name for f in min(bucket_files(table).items())[1])
+    delete_and_model(table, {f0: [0]}, everything)
+    tasks = compact_table(TableRef(warehouse, REF), dry_run=True).tasks
+    assert [{f.file_name for f in t.files} for t in tasks] == [{f0}, {f1, f2}]
+    assert tasks[1].dv_index is None  # f1 has no vector yet: the task touches no index
     snapshot = latest(table)
-    with pytest.raises(UnsupportedLayoutError, match=r"bucket 0 \(2 index files\)"):
-        compact_table(TableRef(warehouse, REF))
+    meanwhile = DeleteMeanwhile({f1: [0]}, delete_beside)
+    with pytest.raises(CommitConflictError, match="DELETION_VECTORS index of bucket 0"):
+        compact_table(TableRef(warehouse, REF), executor=meanwhile)
+    table = open_table(warehouse, REF)
     assert latest(table).id == snapshot.id
+    assert vectors(table) == {f0: 1, f1: 1}
 
 
 def test_bucketed_compaction_merges_several_index_files_into_one(
@@ -366,23 +413,37 @@ def test_delete_ratio_judges_by_the_vectors_cardinality():
 def test_unaware_packing_with_vectors():
     options = AppendOptions(target_file_size=100, min_file_num=2, open_file_cost=0)
     files = [_meta("v1", 5, 1), _meta("v2", 300, 2), _meta("x", 3, 3), _meta("y", 4, 4)]
-    bins = pack_unaware_vectors(files, options, {"v1", "v2"})
+    bins = pack_unaware_vectors(files, options, {"v1": "i", "v2": "i"})
     assert [[f.file_name for f in b] for b in bins] == [["v1", "v2"], ["x", "y"]]
     # one file with a vector is a task alone; one other file is too few
-    bins = pack_unaware_vectors(files[1:3], options, {"v2"})
+    bins = pack_unaware_vectors(files[1:3], options, {"v2": "i"})
     assert [[f.file_name for f in b] for b in bins] == [["v2"]]
+
+
+def test_unaware_packing_keeps_each_index_files_vectors_in_one_task():
+    """packInDeletionVectorVMode: groups by index file, smallest first, fill bins whole."""
+    options = AppendOptions(target_file_size=100, min_file_num=2, open_file_cost=0)
+    files = [_meta("a1", 150, 1), _meta("a2", 10, 2), _meta("b1", 20, 3), _meta("c1", 5, 4)]
+    holders = {"a1": "ia", "a2": "ia", "b1": "ib", "c1": "ic"}
+    bins = pack_unaware_vectors(files, options, holders)
+    # c (5), b (20), a (160): the bin reaches 2 * 100 only with a's files, all of them
+    assert [[f.file_name for f in b] for b in bins] == [["c1", "b1", "a2", "a1"]]
+    small = AppendOptions(target_file_size=10, min_file_num=2, open_file_cost=0)
+    bins = pack_unaware_vectors(files, small, holders)
+    assert [[f.file_name for f in b] for b in bins] == [["c1", "b1"], ["a2", "a1"]]
 
 
 class DeleteMeanwhile(LocalExecutor):
     """Runs the tasks after another writer deleted rows: the index they rewrite has changed."""
 
-    def __init__(self, deletions: dict[str, list[int]]):
+    def __init__(self, deletions: dict[str, list[int]], delete=delete_positions):
         super().__init__()
         self.deletions = deletions
+        self.delete = delete
 
     def run(self, table, ref, tasks, work=COMPACTION):
         if tasks:
-            delete_positions(table, self.deletions)
+            self.delete(table, self.deletions)
         return super().run(table, ref, tasks, work)
 
 
