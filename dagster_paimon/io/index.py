@@ -140,6 +140,24 @@ def deleted_rows(index: VectorIndex | None) -> dict[str, int]:
     return {name: meta.cardinality or 0 for name, meta in index.ranges.items()}
 
 
+def counted_rows(
+    table: FileStoreTable, partition: Partition, bucket: int, index: VectorIndex | None
+) -> dict[str, int]:
+    """Deleted row count per data file: the index metadata's, or where it records none (Java
+    before 1.0 wrote no cardinality) the vector's, read from its index file."""
+    if index is None:
+        return {}
+    counts = deleted_rows(index)
+    unknown = [
+        f for f in index.files if any(m.cardinality is None for m in (f.dv_ranges or {}).values())
+    ]
+    for file in unknown:
+        counts.update(
+            (name, len(v)) for name, v in _read_file_vectors(table, partition, bucket, file).items()
+        )
+    return counts
+
+
 def index_path(table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta):
     """Where an index file lives (index dir, or the bucket dir with index-file-in-data-file-dir)."""
     return table.path_factory().bucket_index_path(partition.values, bucket, index, table.file_io)

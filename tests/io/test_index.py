@@ -21,6 +21,7 @@ from dagster_paimon.io.index import (
     DELETION_VECTORS,
     BucketVectors,
     VectorIndex,
+    counted_rows,
     delete_index_file,
     deleted_rows,
     deletion_indexes,
@@ -387,6 +388,22 @@ def test_deleted_rows_treats_missing_cardinality_as_zero():
         DELETION_VECTORS, "index-x-0", 30, 1, {"a.parquet": DeletionVectorMeta("a.parquet", 1, 20)}
     )
     assert deleted_rows(one(meta)) == {"a.parquet": 0}
+
+
+def test_counted_rows_reads_the_vectors_whose_count_is_not_recorded(table):
+    """Java 0.9/1.0 wrote no cardinality: the count comes from the vector itself, read from
+    the index files lacking one only."""
+    part = partition_of(table, DAY1)
+    known = filled(a=[1, 2]).write(table, part, 0)
+    old = filled(b=[3, 4, 5]).write(table, part, 0)
+    old.dv_ranges = {
+        n: DeletionVectorMeta(n, m.offset, m.length, None) for n, m in old.dv_ranges.items()
+    }
+    index = VectorIndex((known, old))
+    assert deleted_rows(index) == {"a.parquet": 2, "b.parquet": 0}
+    delete_index_file(table, part, 0, known)  # not read: its counts are recorded
+    assert counted_rows(table, part, 0, index) == {"a.parquet": 2, "b.parquet": 3}
+    assert counted_rows(table, part, 0, None) == {}
 
 
 # --- index manifest --------------------------------------------------------------------------
