@@ -22,10 +22,11 @@ class BucketChange:
 
     An upgrade is deleted at its old level and added at its new one, but is not a new file.
     `changelog` holds the changelog files written; `index` the bucket's new index file (HASH,
-    or deletion vectors), replacing every index file of its type the bucket has, which must
-    still be `base_index` (the names of those the change was computed from, sorted);
-    `drop_index` removes the bucket's deletion-vector files `base_index` names with no
-    replacement (no vector left, where Java's unaware-bucket maintainer writes no file).
+    or deletion vectors), replacing the index files `base_index` names (sorted): all those of
+    its type the bucket had when the change was computed, except in an unaware-bucket
+    partition, whose vectors' change names only the index files it touched; `drop_index`
+    removes them with no replacement (no vector left, where Java's unaware-bucket maintainer
+    writes no file).
     """
 
     partition: Partition

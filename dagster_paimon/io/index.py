@@ -7,8 +7,8 @@ AppendDeleteFileMaintainer, its compaction) add a file per change and roll them 
 `deletion-vector.index-file.target-size`, keeping the files a change did not touch. Readers take
 the union (each data file's vector lives in exactly one file, SnapshotReaderImpl). A bucketed
 table's maintainer (BucketedDvMaintainer) restores the union and writes one file that replaces
-all of them, as our rewrite does; the new index manifest drops every entry of the bucket of that
-type.
+all of them, as our rewrite does. A new index manifest drops the files a commit replaced, by
+name, and adds the new ones (IndexManifestFileHandler's combiners).
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def index_entries(table: FileStoreTable, snapshot: Snapshot | None) -> list[Inde
 def bucket_indexes(
     table: FileStoreTable, snapshot: Snapshot | None, index_type: str
 ) -> dict[BucketKey, IndexFileMeta]:
-    """The HASH index file of each bucket that has one (one per bucket, BucketedCombiner)."""
+    """The index file of one type of each bucket that has one: HASH, of which a bucket has at
+    most one (BucketedCombiner); deletion vectors are deletion_indexes'."""
     found: dict[BucketKey, IndexFileMeta] = {}
     for e in index_entries(table, snapshot):
         if e.index_file.index_type == index_type:
@@ -144,7 +145,7 @@ def counted_rows(
     table: FileStoreTable, partition: Partition, bucket: int, index: VectorIndex | None
 ) -> dict[str, int]:
     """Deleted row count per data file: the index metadata's, or where it records none (Java
-    before 1.0 wrote no cardinality) the vector's, read from its index file."""
+    0.9 and 1.0-SNAPSHOT wrote no cardinality) the vector's, read from its index file."""
     if index is None:
         return {}
     counts = deleted_rows(index)
