@@ -333,6 +333,32 @@ def test_a_delete_beside_the_touched_index_files_meanwhile_fails_the_compaction(
     assert vectors(table) == {f0: 1, f1: 1}
 
 
+def test_two_tasks_of_one_partition_rewrite_disjoint_index_files(warehouse, paimon_java):
+    """Groups fill bins without being split: two tasks of one partition each replace their own
+    index files, committed together."""
+    costly = {"source.split.open-file-cost": "256 mb"}  # two files fill a bin of 2 * 256 MB
+    table = append_table(warehouse, "unaware", partitioned=False, **DV, **ALL_BIG, **costly)
+    everything = write(table, 3)
+    f0, f1, f2 = (f.file_name for f in min(bucket_files(table).items())[1])
+    many = list(range(20))  # more than compaction.delete-ratio-threshold (0.2) of 48 rows
+    expected = delete_and_model(table, {f0: many}, everything)
+    for name in (f1, f2):
+        expected -= Counter(file_rows(table, name)[p] for p in many)
+        delete_beside(table, {name: many})
+    table = open_table(warehouse, REF)
+    before = index_names(table)
+    assert len(before) == 3
+
+    result = compact_table(TableRef(warehouse, REF))
+
+    assert len(result.tasks) == 2
+    touched = [set(t.dv_index.names) for t in result.tasks]
+    assert not touched[0] & touched[1] and touched[0] | touched[1] == before
+    table = open_table(warehouse, REF)
+    assert vectors(table) == {} and index_names(table) == set()
+    assert_every_reader_reads(warehouse, expected, paimon_java)
+
+
 def test_bucketed_compaction_merges_several_index_files_into_one(
     warehouse, paimon_java, paimon_java_1_0
 ):
