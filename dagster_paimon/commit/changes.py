@@ -21,10 +21,12 @@ class BucketChange:
     """Files a bucket loses and gains; `new_files` are those this operation wrote itself.
 
     An upgrade is deleted at its old level and added at its new one, but is not a new file.
-    `changelog` holds the changelog files written; `index` the bucket's new deletion-vector
-    index file, replacing `base_index` (the one the change was computed from, if any);
-    `drop_index` removes `base_index` with no replacement (no vector left, where Java's
-    unaware-bucket maintainer writes no file).
+    `changelog` holds the changelog files written; `index` the bucket's new index file (HASH,
+    or deletion vectors), replacing the index files `base_index` names (sorted): all those of
+    its type the bucket had when the change was computed, except in an unaware-bucket
+    partition, whose vectors' change names only the index files it touched; `drop_index`
+    removes them with no replacement (no vector left, where Java's unaware-bucket maintainer
+    writes no file).
     """
 
     partition: Partition
@@ -35,7 +37,7 @@ class BucketChange:
     new_files: tuple[DataFileMeta, ...] = ()
     changelog: tuple[DataFileMeta, ...] = ()
     index: IndexFileMeta | None = None
-    base_index: str | None = None
+    base_index: tuple[str, ...] = ()
     drop_index: bool = False
 
     def entries(self) -> list[ManifestEntry]:

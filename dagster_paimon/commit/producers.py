@@ -23,8 +23,16 @@ from dagster_paimon.commit.producer import MAX_RETRIES, SnapshotProducer
 from dagster_paimon.errors import CommitConflictError, InvalidOptionError
 from dagster_paimon.failpoints import FILES_RESEQUENCED, failpoint
 from dagster_paimon.io.filekind import DELETE
-from dagster_paimon.io.index import DELETION_VECTORS, bucket_indexes, write_index_manifest
+from dagster_paimon.io.index import (
+    DELETION_VECTORS,
+    VectorIndex,
+    bucket_indexes,
+    deletion_indexes,
+    write_index_manifest,
+)
 from dagster_paimon.io.paths import delete_data_files
+from dagster_paimon.options import DELETION_VECTORS as DELETION_VECTORS_ENABLED
+from dagster_paimon.options import DYNAMIC_BUCKET, bucket, flag
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import entry_identifier
 from dagster_paimon.snapshot.resolve import APPEND, COMPACT, OVERWRITE
@@ -44,14 +52,14 @@ def _delete_data_files(table: FileStoreTable, changes: Iterable[BucketChange]) -
         delete_data_files(table, change.partition, change.bucket, change.new_files)
 
 
-def replaced_indexes(changes: Sequence[BucketChange]) -> dict[BucketKey, IndexFileMeta]:
-    """The new index file of each bucket whose index a change rewrote."""
-    return {(c.partition, c.bucket): c.index for c in changes if c.index is not None}
+def added_indexes(changes: Sequence[BucketChange]) -> list[tuple[BucketKey, IndexFileMeta]]:
+    """The new index file of each change that wrote one."""
+    return [((c.partition, c.bucket), c.index) for c in changes if c.index is not None]
 
 
-def dropped_vector_indexes(changes: Sequence[BucketChange]) -> set[BucketKey]:
-    """The buckets whose deletion-vector index a change removed with no replacement."""
-    return {(c.partition, c.bucket) for c in changes if c.drop_index}
+def removed_indexes(changes: Sequence[BucketChange]) -> set[str]:
+    """The index files the changes replace or drop."""
+    return {name for c in changes if c.index is not None or c.drop_index for name in c.base_index}
 
 
 def check_bucket_counts(live: Iterable[ManifestEntry], changes: Sequence[BucketChange]) -> None:
@@ -75,19 +83,58 @@ def check_bucket_counts(live: Iterable[ManifestEntry], changes: Sequence[BucketC
             )
 
 
+def _index_names(table: FileStoreTable, latest: Snapshot, kind: str) -> dict[BucketKey, tuple]:
+    """The names of each bucket's index files of one type, sorted."""
+    if kind == DELETION_VECTORS:
+        return {key: index.names for key, index in deletion_indexes(table, latest).items()}
+    return {key: (index.file_name,) for key, index in bucket_indexes(table, latest, kind).items()}
+
+
+def _kept_apart(index: VectorIndex | None, change: BucketChange) -> bool:
+    """An unaware-bucket partition's change replaces only the index files it touched: they must
+    all be there still, and every data file it rewrote must have its vector where it had it
+    (in one of those files, or nowhere): a delete committed meanwhile would be lost (Java's
+    ConflictDetection pairs each deleted file with its deletion-vector file for this)."""
+    if index is None:
+        return not change.base_index
+    base = set(change.base_index)
+    holders = index.holders
+    return base <= set(index.names) and all(
+        holders[f.file_name] in base for f in change.deleted if f.file_name in holders
+    )
+
+
 def check_index_bases(
     table: FileStoreTable, latest: Snapshot, changes: Sequence[BucketChange], what: str
 ) -> None:
-    """A bucket whose index we replace must still have the index we started from."""
-    current: dict[str, dict[BucketKey, IndexFileMeta]] = {}
+    """A bucket whose index we replace must still have the index files we started from: all of
+    its files of that type; for an unaware-bucket partition's vectors, the files the change
+    touched (Java keeps the others: AppendDeleteFileMaintainer), and no new vector of a file it
+    rewrote."""
+    options = table.table_schema.options
+    unaware = (
+        bucket(options) == DYNAMIC_BUCKET
+        and not table.table_schema.primary_keys
+        and flag(options, DELETION_VECTORS_ENABLED)
+    )
+    current: dict[str, dict[BucketKey, tuple]] = {}
+    vectors: dict[BucketKey, VectorIndex] | None = None
     for c in changes:
-        if c.index is None and not c.drop_index:
-            continue
         kind = c.index.index_type if c.index is not None else DELETION_VECTORS
-        if kind not in current:
-            current[kind] = bucket_indexes(table, latest, kind)
-        now = current[kind].get((c.partition, c.bucket))
-        if (now.file_name if now else None) != c.base_index:
+        key = (c.partition, c.bucket)
+        if kind == DELETION_VECTORS and unaware:
+            if not (c.index or c.drop_index or c.deleted):
+                continue
+            if vectors is None:
+                vectors = deletion_indexes(table, latest)
+            same = _kept_apart(vectors.get(key), c)
+        elif c.index is None and not c.drop_index:
+            continue
+        else:
+            if kind not in current:
+                current[kind] = _index_names(table, latest, kind)
+            same = current[kind].get(key, ()) == c.base_index
+        if not same:
             raise CommitConflictError(
                 f"the {kind} index of bucket {c.bucket} of partition {c.partition.label()} "
                 f"changed since this {what} started; nothing was committed, run the {what} again"
@@ -182,7 +229,9 @@ class AppendProducer(SnapshotProducer):
 
     def index_manifest(self, latest: Snapshot | None) -> str | None:
         """The latest index manifest with the buckets' new HASH index files."""
-        return write_index_manifest(self.table, latest, replaced_indexes(self.changes))
+        return write_index_manifest(
+            self.table, latest, added_indexes(self.changes), removed_indexes(self.changes)
+        )
 
     def discard(self) -> None:
         """Remove the level-0 files written for this commit."""
@@ -211,7 +260,11 @@ class OverwriteProducer(AppendProducer):
         """The latest index manifest without the overwritten partitions' indexes, plus the new
         HASH index files written for them."""
         return write_index_manifest(
-            self.table, latest, replaced_indexes(self.changes), dropped=self.partitions
+            self.table,
+            latest,
+            added_indexes(self.changes),
+            removed_indexes(self.changes),
+            dropped=self.partitions,
         )
 
     def deleted_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:
@@ -266,10 +319,7 @@ class CompactProducer(SnapshotProducer):
         """The latest index manifest with the new deletion-vector index of each bucket (none
         where a change dropped it)."""
         return write_index_manifest(
-            self.table,
-            latest,
-            replaced_indexes(self.changes),
-            dropped_vectors=dropped_vector_indexes(self.changes),
+            self.table, latest, added_indexes(self.changes), removed_indexes(self.changes)
         )
 
     def changelog_entries(self, latest: Snapshot | None) -> list[ManifestEntry]:

@@ -1,15 +1,22 @@
-"""A bucket's deletion-vector index file and the snapshot's index manifest (Java's
-BucketedDvMaintainer, DeletionVectorsIndexFile and IndexManifestFileHandler.BucketedCombiner).
+"""A bucket's deletion-vector index files and the snapshot's index manifest (Java's
+BucketedDvMaintainer, DeletionVectorsIndexFile and IndexManifestFileHandler).
 
-Each bucket has at most one index file of each type (DELETION_VECTORS here, HASH for dynamic
-buckets in io/hashes.py); a change rewrites it whole and the new index manifest replaces the
-bucket's entry of that type.
+A bucket has at most one HASH index file (dynamic buckets, io/hashes.py). Its deletion vectors
+may lie in several DELETION_VECTORS files: Java's unaware-bucket writers (Spark's DELETE through
+AppendDeleteFileMaintainer, its compaction) add a file per change and roll them at
+`deletion-vector.index-file.target-size`, keeping the files a change did not touch. Readers take
+the union (each data file's vector lives in exactly one file, SnapshotReaderImpl). A bucketed
+table's maintainer (BucketedDvMaintainer) restores the union and writes one file that replaces
+all of them, as our rewrite does. A new index manifest drops the files a commit replaced, by
+name, and adds the new ones (IndexManifestFileHandler's combiners).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
@@ -67,7 +74,8 @@ def index_entries(table: FileStoreTable, snapshot: Snapshot | None) -> list[Inde
 def bucket_indexes(
     table: FileStoreTable, snapshot: Snapshot | None, index_type: str
 ) -> dict[BucketKey, IndexFileMeta]:
-    """The index file of one type of each bucket that has one."""
+    """The index file of one type of each bucket that has one: HASH, of which a bucket has at
+    most one (BucketedCombiner); deletion vectors are deletion_indexes'."""
     found: dict[BucketKey, IndexFileMeta] = {}
     for e in index_entries(table, snapshot):
         if e.index_file.index_type == index_type:
@@ -75,18 +83,80 @@ def bucket_indexes(
     return found
 
 
+@dataclass(frozen=True)
+class VectorIndex:
+    """Every deletion-vector index file of one bucket (an unaware-bucket table: of one
+    partition), read as one: the union of their vectors."""
+
+    files: tuple[IndexFileMeta, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The index files' names, sorted: what a rewrite started from."""
+        return tuple(sorted(f.file_name for f in self.files))
+
+    @cached_property
+    def ranges(self) -> dict[str, DeletionVectorMeta]:
+        """Where each data file's vector lies, over every index file (read once).
+
+        Raises CorruptMetadataError (a data file with a vector in two index files: Java's
+        commit refuses to write that, and no reader could tell which one holds).
+        """
+        found: dict[str, DeletionVectorMeta] = {}
+        for index in self.files:
+            for name, meta in (index.dv_ranges or {}).items():
+                if name in found:
+                    raise CorruptMetadataError(
+                        f"data file {name} has a deletion vector in two index files "
+                        f"({', '.join(self.names)})"
+                    )
+                found[name] = meta
+        return found
+
+    @cached_property
+    def holders(self) -> dict[str, str]:
+        """The index file holding each data file's vector."""
+        return {name: f.file_name for f in self.files for name in (f.dv_ranges or {})}
+
+    def of(self, index_files: Collection[str]) -> VectorIndex:
+        """Just the named index files of the bucket."""
+        return VectorIndex(tuple(f for f in self.files if f.file_name in index_files))
+
+
 def deletion_indexes(
     table: FileStoreTable, snapshot: Snapshot | None
-) -> dict[BucketKey, IndexFileMeta]:
-    """The deletion-vector index file of each bucket that has one."""
-    return bucket_indexes(table, snapshot, DELETION_VECTORS)
+) -> dict[BucketKey, VectorIndex]:
+    """The deletion-vector index files of each bucket that has any."""
+    found: dict[BucketKey, list[IndexFileMeta]] = {}
+    for e in index_entries(table, snapshot):
+        if e.index_file.index_type == DELETION_VECTORS:
+            found.setdefault((Partition.of_row(e.partition), e.bucket), []).append(e.index_file)
+    return {key: VectorIndex(tuple(files)) for key, files in found.items()}
 
 
-def deleted_rows(index: IndexFileMeta | None) -> dict[str, int]:
-    """Deleted row count per data file, from the index meta alone (no file read)."""
-    if index is None or not index.dv_ranges:
+def deleted_rows(index: VectorIndex | None) -> dict[str, int]:
+    """Deleted row count per data file, from the index metadata alone (no file read)."""
+    if index is None:
         return {}
-    return {name: meta.cardinality or 0 for name, meta in index.dv_ranges.items()}
+    return {name: meta.cardinality or 0 for name, meta in index.ranges.items()}
+
+
+def counted_rows(
+    table: FileStoreTable, partition: Partition, bucket: int, index: VectorIndex | None
+) -> dict[str, int]:
+    """Deleted row count per data file: the index metadata's, or where it records none (Java
+    0.9 and 1.0-SNAPSHOT wrote no cardinality) the vector's, read from its index file."""
+    if index is None:
+        return {}
+    counts = deleted_rows(index)
+    unknown = [
+        f for f in index.files if any(m.cardinality is None for m in (f.dv_ranges or {}).values())
+    ]
+    for file in unknown:
+        counts.update(
+            (name, len(v)) for name, v in _read_file_vectors(table, partition, bucket, file).items()
+        )
+    return counts
 
 
 def index_path(table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta):
@@ -94,11 +164,11 @@ def index_path(table: FileStoreTable, partition: Partition, bucket: int, index: 
     return table.path_factory().bucket_index_path(partition.values, bucket, index, table.file_io)
 
 
-def read_vectors(
-    table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta | None
+def _read_file_vectors(
+    table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta
 ) -> dict[str, DeletionVector]:
-    """Every data file's deletion vector in a bucket's index file."""
-    if index is None or not index.dv_ranges:
+    """Every data file's deletion vector in one index file."""
+    if not index.dv_ranges:
         return {}
     path = index_path(table, partition, bucket, index)
     with table.file_io.new_input_stream(path) as stream:
@@ -114,6 +184,21 @@ def read_vectors(
         raise CorruptMetadataError(f"deletion vector index {path}: {e}") from e
 
 
+def read_vectors(
+    table: FileStoreTable, partition: Partition, bucket: int, index: VectorIndex | None
+) -> dict[str, DeletionVector]:
+    """Every data file's deletion vector in a bucket's index files (their union).
+
+    Raises CorruptMetadataError (an unreadable index file, a vector in two of them).
+    """
+    if index is None or not index.ranges:  # ranges: a vector in two files is corrupt
+        return {}
+    vectors: dict[str, DeletionVector] = {}
+    for file in index.files:
+        vectors.update(_read_file_vectors(table, partition, bucket, file))
+    return vectors
+
+
 class BucketVectors:
     """A bucket's deletion vectors while a compaction changes them (BucketedDvMaintainer)."""
 
@@ -124,9 +209,9 @@ class BucketVectors:
 
     @classmethod
     def restore(
-        cls, table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta | None
+        cls, table: FileStoreTable, partition: Partition, bucket: int, index: VectorIndex | None
     ) -> BucketVectors:
-        """The vectors of a bucket's current index file."""
+        """The vectors of a bucket's current index files (BucketedDvMaintainer.Factory)."""
         bitmap64 = flag(table.table_schema.options, DELETION_VECTORS_BITMAP64)
         return cls(read_vectors(table, partition, bucket, index), bitmap64=bitmap64)
 
@@ -149,7 +234,8 @@ class BucketVectors:
                 self.modified = True
 
     def write(self, table: FileStoreTable, partition: Partition, bucket: int) -> IndexFileMeta:
-        """One new index file with every vector (only the version byte if none are left)."""
+        """One new index file with every vector (only the version byte if none are left): it
+        replaces all the bucket's index files, as BucketedDvMaintainer.writeSingleFile does."""
         blob = bytearray([INDEX_VERSION])
         ranges: dict[str, DeletionVectorMeta] = {}
         for file_name, vector in self.vectors.items():
@@ -196,31 +282,32 @@ def delete_index_file(
 def write_index_manifest(
     table: FileStoreTable,
     latest: Snapshot | None,
-    replacements: Mapping[BucketKey, IndexFileMeta],
+    added: Iterable[tuple[BucketKey, IndexFileMeta]],
+    removed: Collection[str] = (),
     dropped: Collection[Partition] = (),
-    dropped_vectors: Collection[BucketKey] = (),
 ) -> str | None:
-    """The latest index manifest with each bucket's entry of a replacement's type replaced, no
-    bucket index left for the `dropped` partitions (overwritten: their files are gone) and no
-    deletion-vector index for the `dropped_vectors` buckets."""
-    if not replacements and not dropped and not dropped_vectors:
+    """The latest index manifest without the `removed` index files (by name) and without any
+    bucket index of the `dropped` partitions (overwritten: their files are gone), plus the
+    `added` files: the entries IndexManifestFileHandler combines from a commit's ADD and DELETE
+    index entries. The caller checks that a bucketed rewrite removes every file of its type."""
+    added = list(added)
+    if not added and not removed and not dropped:
         return latest.index_manifest if latest else None
 
-    def replaced(entry: IndexManifestEntry) -> bool:
-        partition = Partition.of_row(entry.partition)
-        if partition in dropped:
-            return entry.index_file.index_type in BUCKET_INDEX_TYPES
-        if (partition, entry.bucket) in dropped_vectors:
-            return entry.index_file.index_type == DELETION_VECTORS
-        new = replacements.get((partition, entry.bucket))
-        return new is not None and new.index_type == entry.index_file.index_type
+    def gone(entry: IndexManifestEntry) -> bool:
+        if entry.index_file.file_name in removed:
+            return True
+        return (
+            entry.index_file.index_type in BUCKET_INDEX_TYPES
+            and Partition.of_row(entry.partition) in dropped
+        )
 
     entries = index_entries(table, latest)
-    kept = [e for e in entries if not replaced(e)]
-    if len(kept) == len(entries) and not replacements:
+    kept = [e for e in entries if not gone(e)]
+    if len(kept) == len(entries) and not added:
         return latest.index_manifest if latest else None
-    added = [
+    new = [
         IndexManifestEntry(ADD, partition.row(), bucket, index)
-        for (partition, bucket), index in replacements.items()
+        for (partition, bucket), index in added
     ]
-    return IndexManifestWriter(table).write(kept + added)
+    return IndexManifestWriter(table).write(kept + new)

@@ -12,14 +12,13 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql.datasource import InputPartition
 
-from dagster_paimon.io.index import BucketVectors
-from dagster_paimon.io.kv import key_columns
-from dagster_paimon.io.read import read_run, run_batch_rows
+from dagster_paimon.io.index import BucketVectors, VectorIndex
+from dagster_paimon.io.kv import key_columns, value_schema
+from dagster_paimon.io.read import read_file, read_run, run_batch_rows
 from dagster_paimon.io.vectors import positions_of
 from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
 from dagster_paimon.lsm.merge.wrappers import ChangelogRule, LookupMerge
@@ -38,7 +37,7 @@ class BucketSplit(InputPartition):
         partition: Partition,
         bucket: int,
         files: tuple[DataFileMeta, ...],
-        dv_index: IndexFileMeta | None = None,
+        dv_index: VectorIndex | None = None,
     ):
         super().__init__((partition, bucket))
         self.partition = partition
@@ -102,18 +101,36 @@ def _merged(
 def read_split(
     table: FileStoreTable, split: BucketSplit, columns: Sequence[str]
 ) -> Iterator[pa.RecordBatch]:
-    """The live rows of one bucket, merged by the table's merge engine, as `columns`."""
+    """The live rows of one bucket, merged by the table's merge engine, as `columns`; an append
+    table's files (all at level 0) read one after another, as Java's raw reads do."""
     options = CompactionOptions.from_table_options(table.table_schema.options)
     runs = Levels(split.files, options.num_levels).level_sorted_runs()
-    if options.skips_level0_on_read:
+    append = not table.table_schema.primary_keys
+    if options.skips_level0_on_read and not append:  # batchScanSkipLevel0: key-value tables
         runs = [r for r in runs if r.level > 0]
     if not runs:
         return
     vectors = BucketVectors.restore(table, split.partition, split.bucket, split.dv_index)
     deleted = {name: positions_of(v) for name, v in vectors.vectors.items()}
-    if _raw_readable(runs, options.skips_level0_on_read):
-        batch_rows = run_batch_rows(1)
+    if append:
+        values = value_schema(table.table_schema).names
         merged: Iterator[pa.RecordBatch] = (
+            b
+            for r in runs
+            for meta in r.run.files
+            for b in read_file(
+                table,
+                split.partition,
+                split.bucket,
+                meta,
+                run_batch_rows(1),
+                columns=values,
+                deleted=deleted.get(meta.file_name),
+            )
+        )
+    elif _raw_readable(runs, options.skips_level0_on_read):
+        batch_rows = run_batch_rows(1)
+        merged = (
             b
             for r in runs
             for b in read_run(

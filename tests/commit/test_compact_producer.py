@@ -174,7 +174,7 @@ def test_vectors_changed_by_another_writer_since_planning_are_a_conflict(warehou
     vectors = BucketVectors.restore(table, task.partition, task.bucket, task.dv_index)
     vectors.modified = True  # another writer rewrote this bucket's vectors meanwhile
     index = vectors.write(table, task.partition, task.bucket)
-    base = task.dv_index.file_name if task.dv_index else None
+    base = task.dv_index.names if task.dv_index else ()
     other = BucketChange(
         task.partition, task.bucket, task.total_buckets, index=index, base_index=base
     )

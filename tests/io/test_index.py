@@ -20,6 +20,8 @@ from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError
 from dagster_paimon.io.index import (
     DELETION_VECTORS,
     BucketVectors,
+    VectorIndex,
+    counted_rows,
     delete_index_file,
     deleted_rows,
     deletion_indexes,
@@ -43,6 +45,11 @@ def partition_of(table, day: str) -> Partition:
 def index_path(table, name: str) -> str:
     """Where a default-layout index file lives: <table>/index/<name>."""
     return os.path.join(table.table_path, "index", name)
+
+
+def one(meta: IndexFileMeta) -> VectorIndex:
+    """A bucket whose vectors lie in one index file."""
+    return VectorIndex((meta,))
 
 
 def filled(bitmap64: bool = False, **files: list[int]) -> BucketVectors:
@@ -96,7 +103,7 @@ def test_write_then_read_vectors_round_trip(table):
     assert vectors.modified
     meta = vectors.write(table, part, 1)
 
-    back = read_vectors(table, part, 1, meta)
+    back = read_vectors(table, part, 1, one(meta))
     assert set(back) == {"a.parquet", "b.parquet", "c.parquet"}
     for name, positions in wanted.items():
         assert type(back[f"{name}.parquet"]) is BitMap
@@ -135,7 +142,7 @@ def test_empty_map_writes_only_version_byte(table):
     assert meta.file_size == 1
     assert meta.row_count == 0
     assert not meta.dv_ranges
-    assert read_vectors(table, part, 0, meta) == {}
+    assert read_vectors(table, part, 0, one(meta)) == {}
 
 
 def test_each_write_makes_a_new_file(table):
@@ -163,7 +170,7 @@ def test_read_vectors_bad_version_is_corrupt(table):
     data[0] = 2
     Path(path).write_bytes(bytes(data))
     with pytest.raises(CorruptMetadataError, match="unknown version"):
-        read_vectors(table, part, 0, meta)
+        read_vectors(table, part, 0, one(meta))
 
 
 def test_read_vectors_corrupt_vector_names_the_file(table):
@@ -175,7 +182,7 @@ def test_read_vectors_corrupt_vector_names_the_file(table):
     data[meta.dv_ranges["b.parquet"].offset + 9] ^= 0xFF
     Path(path).write_bytes(bytes(data))
     with pytest.raises(CorruptMetadataError, match=meta.file_name):
-        read_vectors(table, part, 0, meta)
+        read_vectors(table, part, 0, one(meta))
 
 
 def test_read_vectors_mismatched_recorded_length_is_corrupt(table):
@@ -185,7 +192,7 @@ def test_read_vectors_mismatched_recorded_length_is_corrupt(table):
     good = meta.dv_ranges["a.parquet"]
     meta.dv_ranges["a.parquet"] = dataclasses.replace(good, length=good.length + 1)
     with pytest.raises(CorruptMetadataError, match="does not match"):
-        read_vectors(table, part, 0, meta)
+        read_vectors(table, part, 0, one(meta))
 
 
 def test_unpartitioned_table_round_trip(warehouse):
@@ -194,8 +201,8 @@ def test_unpartitioned_table_round_trip(warehouse):
     table = create_table(warehouse, TableSpec("db", "plain", schema, ("id",), 1))
     part = Partition(())
     meta = filled(a=[4, 2]).write(table, part, 0)
-    assert positions_of(read_vectors(table, part, 0, meta)["a.parquet"]).tolist() == [2, 4]
-    manifest = write_index_manifest(table, None, {(part, 0): meta})
+    assert positions_of(read_vectors(table, part, 0, one(meta))["a.parquet"]).tolist() == [2, 4]
+    manifest = write_index_manifest(table, None, [((part, 0), meta)])
     entries = IndexManifestFile(table).read(manifest)
     assert len(entries) == 1
     assert entries[0].partition.values == []
@@ -270,7 +277,7 @@ def test_restore_reads_current_vectors(table):
     """restore gives the written vectors, unmodified, and further deletes build on them."""
     part = partition_of(table, DAY1)
     meta = filled(a=[1, 2], b=[7]).write(table, part, 1)
-    restored = BucketVectors.restore(table, part, 1, meta)
+    restored = BucketVectors.restore(table, part, 1, one(meta))
     assert not restored.modified
     assert not restored.bitmap64
     assert {n: positions_of(v).tolist() for n, v in restored.vectors.items()} == {
@@ -279,7 +286,7 @@ def test_restore_reads_current_vectors(table):
     }
     restored.delete("c.parquet", np.array([0], dtype=np.int64))
     assert type(restored.of("c.parquet")) is BitMap
-    again = read_vectors(table, part, 1, restored.write(table, part, 1))
+    again = read_vectors(table, part, 1, one(restored.write(table, part, 1)))
     assert {n: positions_of(v).tolist() for n, v in again.items()} == {
         "a.parquet": [1, 2],
         "b.parquet": [7],
@@ -301,7 +308,7 @@ def test_bitmap64_option_makes_restore_use_64_bit_vectors(warehouse):
     assert meta.dv_ranges["a.parquet"] == DeletionVectorMeta("a.parquet", 1, recorded, 2)
     assert recorded == len(blob)
 
-    restored = BucketVectors.restore(table, part, 0, meta)
+    restored = BucketVectors.restore(table, part, 0, one(meta))
     assert restored.bitmap64
     assert type(restored.of("a.parquet")) is BitMap64
     assert positions_of(restored.of("a.parquet")).tolist() == [1, 2**32 + 3]
@@ -329,7 +336,7 @@ def test_default_location_is_table_index_dir(table):
     assert meta.external_path is None
     bucket_dir = os.path.join(table.table_path, f"dt={DAY1}", "bucket-1")
     assert not os.path.exists(os.path.join(bucket_dir, meta.file_name))
-    assert positions_of(read_vectors(table, part, 1, meta)["a.parquet"]).tolist() == [1]
+    assert positions_of(read_vectors(table, part, 1, one(meta))["a.parquet"]).tolist() == [1]
 
 
 def test_index_file_in_data_file_dir_lives_in_bucket_dir(warehouse):
@@ -341,7 +348,7 @@ def test_index_file_in_data_file_dir_lives_in_bucket_dir(warehouse):
     assert os.path.isfile(in_bucket)
     assert not os.path.exists(index_path(table, meta.file_name))
     assert Path(in_bucket).read_bytes()[0] == 1
-    assert positions_of(read_vectors(table, part, 1, meta)["a.parquet"]).tolist() == [8, 9]
+    assert positions_of(read_vectors(table, part, 1, one(meta))["a.parquet"]).tolist() == [8, 9]
     delete_index_file(table, part, 1, meta)
     assert not os.path.exists(in_bucket)
 
@@ -365,14 +372,14 @@ def test_deleted_rows_from_metadata_alone(table):
     part = partition_of(table, DAY1)
     meta = filled(a=[1, 2, 2, 3], b=list(range(100)), c=[7]).write(table, part, 0)
     delete_index_file(table, part, 0, meta)
-    assert deleted_rows(meta) == {"a.parquet": 3, "b.parquet": 100, "c.parquet": 1}
+    assert deleted_rows(one(meta)) == {"a.parquet": 3, "b.parquet": 100, "c.parquet": 1}
 
 
 def test_deleted_rows_without_ranges_is_empty():
     """No meta, or a meta with no ranges, means no deleted rows."""
     assert deleted_rows(None) == {}
     empty = IndexFileMeta(DELETION_VECTORS, "index-x-0", 1, 0, dv_ranges=None)
-    assert deleted_rows(empty) == {}
+    assert deleted_rows(one(empty)) == {}
 
 
 def test_deleted_rows_treats_missing_cardinality_as_zero():
@@ -380,19 +387,35 @@ def test_deleted_rows_treats_missing_cardinality_as_zero():
     meta = IndexFileMeta(
         DELETION_VECTORS, "index-x-0", 30, 1, {"a.parquet": DeletionVectorMeta("a.parquet", 1, 20)}
     )
-    assert deleted_rows(meta) == {"a.parquet": 0}
+    assert deleted_rows(one(meta)) == {"a.parquet": 0}
+
+
+def test_counted_rows_reads_the_vectors_whose_count_is_not_recorded(table):
+    """Java 0.9/1.0 wrote no cardinality: the count comes from the vector itself, read from
+    the index files lacking one only."""
+    part = partition_of(table, DAY1)
+    known = filled(a=[1, 2]).write(table, part, 0)
+    old = filled(b=[3, 4, 5]).write(table, part, 0)
+    old.dv_ranges = {
+        n: DeletionVectorMeta(n, m.offset, m.length, None) for n, m in old.dv_ranges.items()
+    }
+    index = VectorIndex((known, old))
+    assert deleted_rows(index) == {"a.parquet": 2, "b.parquet": 0}
+    delete_index_file(table, part, 0, known)  # not read: its counts are recorded
+    assert counted_rows(table, part, 0, index) == {"a.parquet": 2, "b.parquet": 3}
+    assert counted_rows(table, part, 0, None) == {}
 
 
 # --- index manifest --------------------------------------------------------------------------
 
 
 def test_write_index_manifest_without_changes_keeps_latest(committed):
-    """No replacements: the latest manifest name (or None) is returned, nothing written."""
+    """No change: the latest manifest name (or None) is returned, nothing written."""
     table, snapshot = committed
-    assert write_index_manifest(table, None, {}) is None
-    assert write_index_manifest(table, snapshot, {}) == snapshot.index_manifest
+    assert write_index_manifest(table, None, []) is None
+    assert write_index_manifest(table, snapshot, []) == snapshot.index_manifest
     with_manifest = dataclasses.replace(snapshot, index_manifest="index-manifest-abc")
-    assert write_index_manifest(table, with_manifest, {}) == "index-manifest-abc"
+    assert write_index_manifest(table, with_manifest, []) == "index-manifest-abc"
 
 
 def test_write_index_manifest_from_nothing(committed):
@@ -402,7 +425,7 @@ def test_write_index_manifest_from_nothing(committed):
     p1, p2 = partition_of(table, DAY1), partition_of(table, DAY2)
     m1 = filled(a=[1, 2]).write(table, p1, 0)
     m2 = filled(b=[3]).write(table, p2, 1)
-    name = write_index_manifest(table, snapshot, {(p1, 0): m1, (p2, 1): m2})
+    name = write_index_manifest(table, snapshot, [((p1, 0), m1), ((p2, 1), m2)])
     keyed = entries_by_key(table, name)
     assert set(keyed) == {(DELETION_VECTORS, (DAY1,), 0), (DELETION_VECTORS, (DAY2,), 1)}
     got = keyed[(DELETION_VECTORS, (DAY1,), 0)].index_file
@@ -412,12 +435,12 @@ def test_write_index_manifest_from_nothing(committed):
     assert all(e.kind == 0 for e in keyed.values())
 
     indexes = deletion_indexes(table, dataclasses.replace(snapshot, index_manifest=name))
-    assert indexes == {(p1, 0): m1, (p2, 1): m2}
-    assert indexes[(p2, 1)].dv_ranges == m2.dv_ranges
+    assert indexes == {(p1, 0): one(m1), (p2, 1): one(m2)}
+    assert indexes[(p2, 1)].ranges == m2.dv_ranges
 
 
-def test_write_index_manifest_replaces_only_given_buckets(committed):
-    """The given bucket's DV entry is replaced; other buckets' DV and HASH entries are kept."""
+def test_write_index_manifest_replaces_only_given_files(committed):
+    """The removed DV file is replaced; other buckets' DV and HASH entries are kept."""
     table, snapshot = committed
     p1, p2 = partition_of(table, DAY1), partition_of(table, DAY2)
     old_10 = filled(a=[1]).write(table, p1, 0)
@@ -436,7 +459,9 @@ def test_write_index_manifest_replaces_only_given_buckets(committed):
 
     new_10 = filled(a=[1, 5], d=[0]).write(table, p1, 0)
     new_21 = filled(e=[4]).write(table, p2, 1)
-    name = write_index_manifest(table, latest, {(p1, 0): new_10, (p2, 1): new_21})
+    name = write_index_manifest(
+        table, latest, [((p1, 0), new_10), ((p2, 1), new_21)], {old_10.file_name}
+    )
     assert name != base
 
     keyed = entries_by_key(table, name)
@@ -472,12 +497,15 @@ def test_write_index_manifest_with_empty_bucket_file(committed):
     p1 = partition_of(table, DAY1)
     old = filled(a=[1]).write(table, p1, 0)
     base = IndexManifestFile(table).write([dv_entry(p1, 0, old)])
-    vectors = BucketVectors.restore(table, p1, 0, old)
+    vectors = BucketVectors.restore(table, p1, 0, one(old))
     vectors.remove(["a.parquet"])
     assert vectors.modified
     empty = vectors.write(table, p1, 0)
     name = write_index_manifest(
-        table, dataclasses.replace(snapshot, index_manifest=base), {(p1, 0): empty}
+        table,
+        dataclasses.replace(snapshot, index_manifest=base),
+        [((p1, 0), empty)],
+        {old.file_name},
     )
     keyed = entries_by_key(table, name)
     got = keyed[(DELETION_VECTORS, (DAY1,), 0)].index_file
@@ -520,8 +548,55 @@ def test_index_manifest_writes_deletion_vector_ranges_as_java_does(table):
     manifest = write_index_manifest(
         table,
         None,
-        {(part, 0): empty, (partition_of(table, DAY2), 1): hash_entry(part, 1, "h").index_file},
+        [((part, 0), empty), ((partition_of(table, DAY2), 1), hash_entry(part, 1, "h").index_file)],
     )
     with open(os.path.join(table.table_path, "manifest", manifest), "rb") as f:
         ranges = {r["_INDEX_TYPE"]: r["_DELETIONS_VECTORS_RANGES"] for r in fastavro.reader(f)}
     assert ranges == {DELETION_VECTORS: [], "HASH": None}
+
+
+# --- several index files of a bucket ----------------------------------------------------------
+
+
+def test_several_index_files_read_as_their_union(committed):
+    """A bucket's vectors lie in several files (Java's unaware-bucket writers): read all."""
+    table, snapshot = committed
+    p1 = partition_of(table, DAY1)
+    first = filled(a=[1, 2]).write(table, p1, 0)
+    second = filled(b=[3], c=[0, 5, 9]).write(table, p1, 0)
+    base = IndexManifestFile(table).write([dv_entry(p1, 0, first), dv_entry(p1, 0, second)])
+    index = deletion_indexes(table, dataclasses.replace(snapshot, index_manifest=base))[(p1, 0)]
+    assert index.names == tuple(sorted((first.file_name, second.file_name)))
+    assert deleted_rows(index) == {"a.parquet": 2, "b.parquet": 1, "c.parquet": 3}
+    assert index.holders == {
+        "a.parquet": first.file_name,
+        "b.parquet": second.file_name,
+        "c.parquet": second.file_name,
+    }
+    vectors = BucketVectors.restore(table, p1, 0, index)
+    assert {n: positions_of(v).tolist() for n, v in vectors.vectors.items()} == {
+        "a.parquet": [1, 2],
+        "b.parquet": [3],
+        "c.parquet": [0, 5, 9],
+    }
+    assert index.of({second.file_name}) == one(second)
+    # replacing one file by name keeps the other
+    name = write_index_manifest(
+        table, dataclasses.replace(snapshot, index_manifest=base), [], {second.file_name}
+    )
+    after = deletion_indexes(table, dataclasses.replace(snapshot, index_manifest=name))
+    assert after == {(p1, 0): one(first)}
+
+
+def test_a_vector_in_two_index_files_is_corrupt(committed):
+    """No reader could tell which of two vectors of one data file holds: refuse to guess."""
+    table, snapshot = committed
+    p1 = partition_of(table, DAY1)
+    first = filled(a=[1]).write(table, p1, 0)
+    second = filled(a=[2]).write(table, p1, 0)
+    base = IndexManifestFile(table).write([dv_entry(p1, 0, first), dv_entry(p1, 0, second)])
+    index = deletion_indexes(table, dataclasses.replace(snapshot, index_manifest=base))[(p1, 0)]
+    with pytest.raises(CorruptMetadataError, match=r"a\.parquet has a deletion vector in two"):
+        deleted_rows(index)
+    with pytest.raises(CorruptMetadataError, match=r"a\.parquet has a deletion vector in two"):
+        read_vectors(table, p1, 0, index)

@@ -29,8 +29,11 @@ import pytest
 from pypaimon import CatalogFactory, Schema
 from pypaimon_rust.datafusion import SQLContext
 
+from dagster_paimon.io.index import VectorIndex, deleted_rows, deletion_indexes
 from dagster_paimon.lsm.compaction import compact_table
-from dagster_paimon.table import TableRef
+from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.paimon_table import PaimonTable
+from dagster_paimon.table import TableRef, open_table
 from tests.conftest import write_with_pypaimon
 from tests.java.test_java_tables import pypaimon_reads_java_manifests
 
@@ -78,13 +81,15 @@ def write_pypaimon(warehouse: Path, bucket: int, partitioned: bool, dv: bool) ->
         )
 
 
-def write_java(java, warehouse: Path, bucket: int, partitioned: bool, dv: bool) -> None:
+def write_java(
+    java, warehouse: Path, bucket: int, partitioned: bool, dv: bool, **extra: str
+) -> None:
     """db.t written by Paimon's Java writer, one batch commit per batch, write-only."""
     spec = {
         "columns": [["dt", "STRING"], ["id", "BIGINT"], ["v", "STRING"]],
         "primaryKeys": [],
         "partitionKeys": ["dt"] if partitioned else [],
-        "options": {**options(bucket, dv), "write-only": "true"},
+        "options": {**options(bucket, dv), "write-only": "true", **extra},
     }
     steps = [[["+I", *r] for r in rows] for rows in batches()]
     java.write(str(warehouse), "db", "t", steps, spec=spec, stream=False)
@@ -253,3 +258,43 @@ def test_pypaimon_written_buckets_compact_to_one_file_in_read_order(
     assert orders(our_layout) == before
     assert pypaimon_orders(ours) == before
     assert_everyone_reads(our_layout, ours, dv)
+
+
+def vector_indexes(warehouse: Path) -> dict[tuple, VectorIndex]:
+    """Each partition's deletion-vector index files, as our reader lists them."""
+    table = open_table(str(warehouse), "db.t")
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    return {(p.values, b): index for (p, b), index in deletion_indexes(table, snapshot).items()}
+
+
+@pytest.mark.parametrize("partitioned", [True, False], ids=["part", "flat"])
+def test_javas_several_index_files_per_partition_read_and_compact_exactly(
+    paimon_java_1_0, tmp_path, partitioned
+):
+    """Java's unaware-bucket DELETE rolls index files at deletion-vector.index-file.target-size
+    and a second DELETE adds files beside the first's: every reader of ours takes their union,
+    and our compaction leaves what Java's leaves."""
+    java = paimon_java_1_0
+    base = tmp_path / "base"
+    rolled = {"deletion-vector.index-file.target-size": "64b"}
+    write_java(java, base, -1, partitioned, True, **rolled)
+    half = len(DOOMED) // 2
+    java.append_delete(str(base), "db", "t", "id", DOOMED[:half])
+    java.append_delete(str(base), "db", "t", "id", DOOMED[half:])
+    indexes = vector_indexes(base)
+    assert max(len(index.files) for index in indexes.values()) > 2
+    # Java 0.9 and 1.0-SNAPSHOT record no cardinality: health counts the vectors themselves
+    assert sum(sum(deleted_rows(index).values()) for index in indexes.values()) == 0
+    health = PaimonTable.open(str(base), "db.t").health()
+    assert health.totals.deleted_rows == len(DOOMED)
+    levels = read_levels(open_table(str(base), "db.t"))
+    assert sum(n for b in levels.buckets for n in b.deleted_rows().values()) == len(DOOMED)
+    assert_everyone_reads(java.append_layout(str(base), "db", "t"), base, True)
+    ours, theirs = copies(tmp_path, base)
+
+    java.append_compact(str(theirs), "db", "t", full=False)
+    result = compact_table(TableRef.of(str(ours), "db.t"))
+    assert any(t.dv_index is not None and len(t.dv_index.files) > 1 for t in result.tasks)
+
+    assert vector_indexes(ours) == vector_indexes(theirs) == {}
+    assert_everyone_reads(java.append_layout(str(ours), "db", "t"), ours, True)

@@ -7,11 +7,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pypaimon import Schema
+from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
 from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.commit.producers import CompactProducer
-from dagster_paimon.io.index import BucketVectors, deletion_indexes
+from dagster_paimon.io.filekind import ADD
+from dagster_paimon.io.index import (
+    BucketVectors,
+    IndexManifestWriter,
+    deletion_indexes,
+    index_entries,
+)
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import open_catalog
@@ -112,11 +119,39 @@ def delete_positions(table, deletions: dict[str, list[int]]) -> None:
                 bucket,
                 total,
                 index=vectors.write(table, part, bucket),
-                base_index=base.file_name if base else None,
+                base_index=base.names if base else (),
             )
             for (part, bucket), (total, base, vectors) in changes.items()
         ],
     ).commit()
+
+
+def delete_beside(table, deletions: dict[str, list[int]]) -> None:
+    """Mark rows of files without a vector deleted in a new index file per bucket, beside the
+    bucket's other index files: the layout Java's unaware-bucket DELETE leaves
+    (AppendDeleteFileMaintainer keeps the index files it does not touch). Our commits replace a
+    bucket's index files, so the latest snapshot's index manifest is rewritten in place."""
+    snapshot = latest(table)
+    live = {e.file.file_name: e for e in live_entries(table, snapshot)}
+    grouped: dict[tuple, BucketVectors] = {}
+    for name, positions in deletions.items():
+        entry = live[name]
+        key = (Partition.of_row(entry.partition), entry.bucket)
+        vectors = grouped.setdefault(key, BucketVectors({}, bitmap64=False))
+        vectors.delete(name, np.array(positions, dtype=np.int64))
+    added = [
+        IndexManifestEntry(ADD, part.row(), bucket, vectors.write(table, part, bucket))
+        for (part, bucket), vectors in grouped.items()
+    ]
+    manifest = IndexManifestWriter(table).write(index_entries(table, snapshot) + added)
+    path = table.snapshot_manager().get_snapshot_path(snapshot.id)
+    text = table.file_io.read_file_utf8(path)
+    if snapshot.index_manifest:
+        text = text.replace(snapshot.index_manifest, manifest)
+    else:
+        text = text.replace('"indexManifest" : null', f'"indexManifest" : "{manifest}"')
+    table.file_io.overwrite_file_utf8(path, text)
+    assert latest(table).index_manifest == manifest
 
 
 def latest(table):

@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pyarrow as pa
 import pytest
 
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.snapshot.entries import live_entries
+from dagster_paimon.spark.read import plan_splits
 from dagster_paimon.table import create_table
 from tests.conftest import orders_spec, write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
 from tests.lsm.tables import DAYS, KEY, SCHEMA, cdc_table, compact, write_history
+from tests.maintenance.appends import (
+    ORDER,
+    append_table,
+    delete_beside,
+    delete_positions,
+    events,
+    file_rows,
+    latest,
+    model,
+    rows,
+)
+
+DV = {"deletion-vectors.enabled": "true"}
 
 pytestmark = pytest.mark.spark
 
@@ -98,3 +115,39 @@ def test_deletion_vector_tables_read_through_their_vectors(spark, warehouse):
     df = spark.read.format("paimon").option("warehouse", warehouse).load("db.cdc")
     assert sorted_rows(spark_rows(df), KEY) == sorted_rows(model.values(), KEY)
     assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)
+
+
+def test_a_bucket_whose_vectors_lie_in_several_index_files_reads_their_union(spark, warehouse):
+    """Java's unaware-bucket DELETE leaves a partition's vectors in several index files: the
+    split applies them all."""
+    table = append_table(warehouse, "unaware", partitioned=False, **DV)
+    batches = [events(c, 12) for c in range(3)]
+    for batch in batches:
+        write_with_pypaimon(table, batch)
+    f0, f1, _ = sorted(
+        (e.file for e in live_entries(table, latest(table))), key=lambda f: f.min_sequence_number
+    )
+    gone = [file_rows(table, f0.file_name)[0], *file_rows(table, f1.file_name)[1:3]]
+    delete_positions(table, {f0.file_name: [0]})
+    delete_beside(table, {f1.file_name: [1, 2]})
+    (split,) = plan_splits(table)
+    assert split.dv_index is not None and len(split.dv_index.files) == 2
+    df = spark.read.format("paimon").option("warehouse", warehouse).load("db.events")
+    expected = Counter(model(*batches)) - Counter(gone)
+    assert Counter(tuple(r[k] for k in ORDER) for r in spark_rows(df)) == expected
+    assert Counter(rows(table)) == expected
+
+
+def test_append_tables_read_every_file_once(spark, warehouse):
+    """Append files are all at level 0 and share no key: read whole, one after another (a
+    deletion-vector table's level 0 is skipped only for primary-key tables)."""
+    plain = append_table(warehouse, "unaware", partitioned=False, name="plain")
+    bucketed = append_table(warehouse, "bucketed", name="fixed", **DV)
+    batches = [events(c, 12) for c in range(3)]
+    for table in (plain, bucketed):
+        for batch in batches:
+            write_with_pypaimon(table, batch)
+        name = table.identifier.get_full_name()
+        df = spark.read.format("paimon").option("warehouse", warehouse).load(name)
+        read = Counter(tuple(r[k] for k in ORDER) for r in spark_rows(df))
+        assert read == Counter(model(*batches)) == Counter(rows(table))

@@ -17,9 +17,13 @@ once and `compaction.max.file-num`; either way the rows are the same.)
 With `deletion-vectors.enabled`, a bucketed full compaction keeps leading big files only when
 they have no deletion vector and rewrites the rest, however few; unaware-bucket candidates also
 include files whose deleted rows pass `compaction.delete-ratio-threshold` of their rows, the
-files with vectors go into bins of their own (the last bin always a task) and the others are
-packed as before when there are at least two (AppendCompactCoordinator.packInDeletionVectorVMode).
-A task drops the rows its files' vectors mark and the vectors with them.
+files with vectors are grouped by the index file holding their vectors and the groups go into
+bins of their own (the last bin always a task), the others are packed as before when there are
+at least two (AppendCompactCoordinator.packInDeletionVectorVMode). A task drops the rows its
+files' vectors mark and the vectors with them: a bucket's index files are replaced by one
+(BucketedDvMaintainer); an unaware-bucket partition's files holding the task's vectors are
+replaced by one holding their other vectors (none if none are left) and its other index files
+are kept (AppendDeleteFileMaintainer; Java writes one file per touched file).
 
 Each task rewrites its files in this order, numbering rows from the first file's
 minSequenceNumber (BaseAppendFileStoreWrite.compactRewrite). Planning reads metadata only.
@@ -27,18 +31,13 @@ minSequenceNumber (BaseAppendFileStoreWrite.compactRewrite). Planning reads meta
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import UnsupportedLayoutError
-from dagster_paimon.io.index import DELETION_VECTORS as VECTOR_INDEX
-from dagster_paimon.io.index import index_entries
+from dagster_paimon.io.index import VectorIndex
 from dagster_paimon.lsm.model.append_health import (
     APPEND_TARGET_FILE_SIZE,
     DEFAULT_SMALL_FILE_RATIO,
@@ -61,7 +60,6 @@ from dagster_paimon.options import (
     read_option,
 )
 from dagster_paimon.partition import Partition
-from dagster_paimon.snapshot.resolve import resolve_snapshot
 
 OPEN_FILE_COST = 4 * 1024 * 1024
 FULL_COMPACT_MIN_FILE = 3
@@ -114,7 +112,7 @@ class AppendTask:
     bucket: int
     total_buckets: int
     files: tuple[DataFileMeta, ...]
-    dv_index: IndexFileMeta | None = None
+    dv_index: VectorIndex | None = None
 
     @property
     def first_sequence(self) -> int:
@@ -209,23 +207,36 @@ def pack_unaware(files: Sequence[DataFileMeta], options: AppendOptions) -> list[
 
 
 def pack_unaware_vectors(
-    files: Sequence[DataFileMeta], options: AppendOptions, with_vectors: Collection[str]
+    files: Sequence[DataFileMeta], options: AppendOptions, holders: Mapping[str, str]
 ) -> list[list[DataFileMeta]]:
-    """SubCoordinator.packInDeletionVectorVMode for a partition whose vectors share one index
-    file: the files with vectors are one task (Java groups them by index file), the others are
-    packed when there are at least two."""
-    marked = sorted(
-        (f for f in files if f.file_name in with_vectors), key=lambda f: (f.file_size, f.file_name)
-    )
-    rest = [f for f in files if f.file_name not in with_vectors]
-    bins = [marked] if marked else []
+    """SubCoordinator.packInDeletionVectorVMode: the files with vectors grouped by the index
+    file holding them (`holders`), so that no two tasks rewrite one index file; the groups,
+    smallest first, fill bins as pack does and the last bin is a task however small; the other
+    files are packed when there are at least two."""
+    groups: dict[str, list[DataFileMeta]] = {}
+    for f in files:
+        if f.file_name in holders:
+            groups.setdefault(holders[f.file_name], []).append(f)
+    bins: list[list[DataFileMeta]] = []
+    current: list[DataFileMeta] = []
+    total = 0
+    for name in sorted(groups, key=lambda n: (sum(f.file_size for f in groups[n]), n)):
+        group = sorted(groups[name], key=lambda f: (f.file_size, f.file_name))
+        current += group
+        total += sum(f.file_size + options.open_file_cost for f in group)
+        if len(current) > 1 and total >= options.target_file_size * 2:
+            bins.append(current)
+            current, total = [], 0
+    if current:
+        bins.append(current)
+    rest = [f for f in files if f.file_name not in holders]
     return bins + (pack_unaware(rest, options) if len(rest) > 1 else [])
 
 
-def too_many_deleted(file: DataFileMeta, index: IndexFileMeta | None, threshold: float) -> bool:
+def too_many_deleted(file: DataFileMeta, index: VectorIndex | None, threshold: float) -> bool:
     """AppendCompactCoordinator.tooHighDeleteRatio: a file's vector marks more than the
     threshold of its rows (or does not say how many)."""
-    meta = (index.dv_ranges or {}).get(file.file_name) if index is not None else None
+    meta = index.ranges.get(file.file_name) if index is not None else None
     if meta is None:
         return False
     return meta.cardinality is None or meta.cardinality > file.row_count * threshold
@@ -235,13 +246,22 @@ def _vector_files(tree: BucketLevels, options: AppendOptions) -> frozenset[str]:
     """The files of a bucket that have a deletion vector (none unless vectors are enabled)."""
     if not options.deletion_vectors or tree.dv_index is None:
         return frozenset()
-    return frozenset(tree.dv_index.dv_ranges or {})
+    return frozenset(tree.dv_index.ranges)
 
 
-def _task(tree: BucketLevels, files: Sequence[DataFileMeta], options: AppendOptions) -> AppendTask:
-    """A task over files of the bucket, carrying its index when one of them has a vector."""
-    marked = _vector_files(tree, options)
-    index = tree.dv_index if any(f.file_name in marked for f in files) else None
+def _task(
+    tree: BucketLevels, files: Sequence[DataFileMeta], options: AppendOptions, *, unaware: bool
+) -> AppendTask:
+    """A task over files of the bucket, carrying the index files it rewrites when one of its
+    files has a vector: a bucket's every index file (BucketedDvMaintainer), an unaware-bucket
+    partition's those holding its files' vectors (AppendDeleteFileMaintainer)."""
+    if not options.deletion_vectors or tree.dv_index is None:
+        return AppendTask(tree.partition, tree.bucket, tree.total_buckets, tuple(files))
+    holders = tree.dv_index.holders
+    touched = {holders[f.file_name] for f in files if f.file_name in holders}
+    index = None
+    if touched:
+        index = tree.dv_index.of(touched) if unaware else tree.dv_index
     return AppendTask(tree.partition, tree.bucket, tree.total_buckets, tuple(files), index)
 
 
@@ -253,7 +273,7 @@ def _bucketed_task(tree: BucketLevels, options: AppendOptions, full: bool) -> Ap
         if full
         else pick_bucketed(files, options)
     )
-    return _task(tree, picked, options) if picked else None
+    return _task(tree, picked, options, unaware=False) if picked else None
 
 
 def _unaware_tasks(levels: TableLevels, options: AppendOptions) -> list[AppendTask]:
@@ -272,11 +292,11 @@ def _unaware_tasks(levels: TableLevels, options: AppendOptions) -> list[AppendTa
         ][:remaining]
         remaining -= len(candidates)
         bins = (
-            pack_unaware_vectors(candidates, options, _vector_files(tree, options))
+            pack_unaware_vectors(candidates, options, index.holders if index else {})
             if options.deletion_vectors
             else pack_unaware(candidates, options)
         )
-        tasks += [_task(tree, b, options) for b in bins]
+        tasks += [_task(tree, b, options, unaware=True) for b in bins]
         if remaining <= 0:
             break
     return tasks
@@ -291,24 +311,3 @@ def plan_append_tasks(
     if bucket(table_options) == UNAWARE_BUCKET:
         return tuple(_unaware_tasks(levels, options))
     return tuple(t for b in levels.buckets if (t := _bucketed_task(b, options, full)))
-
-
-def check_vector_indexes(table: FileStoreTable, snapshot_id: int | None) -> None:
-    """Refuse an append table a bucket (unaware: a partition) of which holds several
-    deletion-vector index files: we rewrite the one index of a bucket, Java's unaware-bucket
-    writers roll them and rewrite only those a compaction touches."""
-    if snapshot_id is None or not flag(table.table_schema.options, DELETION_VECTORS):
-        return
-    counts = Counter(
-        (Partition.of_row(e.partition), e.bucket)
-        for e in index_entries(table, resolve_snapshot(table, snapshot_id))
-        if e.index_file.index_type == VECTOR_INDEX
-    )
-    several = sorted(f"{p.label()} bucket {b}" for (p, b), n in counts.items() if n > 1)
-    if several:
-        raise UnsupportedLayoutError(
-            "dagster-paimon does not implement compaction for this table, so nothing was "
-            f"written: {', '.join(several)} hold several deletion-vector index files (Java "
-            "rolls them per partition of an unaware-bucket table); we compact append tables "
-            "whose buckets hold one"
-        )

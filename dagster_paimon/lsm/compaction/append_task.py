@@ -57,9 +57,10 @@ def _batches(
 def _rewritten_index(
     table: FileStoreTable, task: AppendTask, vectors: BucketVectors | None
 ) -> tuple[IndexFileMeta | None, bool]:
-    """The bucket's index without the rewritten files' vectors (None if it held none of them),
-    and whether the index goes instead: an unaware-bucket partition's once no vector is left
-    (AppendDeleteFileMaintainer; a bucket keeps an empty one, as BucketedDvMaintainer does)."""
+    """The task's index files without the rewritten files' vectors, as one file (None if they
+    held none of them), and whether they go instead: an unaware-bucket partition's once no
+    vector of theirs is left (AppendDeleteFileMaintainer; a bucket keeps an empty one, as
+    BucketedDvMaintainer does)."""
     if vectors is None:
         return None, False
     vectors.remove(f.file_name for f in task.files)
@@ -102,7 +103,7 @@ def run_append_task(table: FileStoreTable, task: AppendTask) -> CompactResult:
             added=new_files,
             new_files=new_files,
             index=index,
-            base_index=task.dv_index.file_name if task.dv_index else None,
+            base_index=task.dv_index.names if task.dv_index else (),
             drop_index=dropped,
         ),
         bytes_read=task.rewritten_bytes,

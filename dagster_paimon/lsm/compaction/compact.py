@@ -15,7 +15,6 @@ from dagster_paimon.commit.producers import CompactProducer
 from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError, transient_errors
 from dagster_paimon.lsm.compaction.append_plan import (
     AppendTask,
-    check_vector_indexes,
     plan_append_tasks,
 )
 from dagster_paimon.lsm.compaction.append_task import APPEND_COMPACTION
@@ -469,8 +468,6 @@ def compact_open_table(
             # record-level expiry judges files by their statistics, even in a dry run
             with_stats=not dry_run or RECORD_LEVEL_EXPIRE_TIME in table.table_schema.options,
         )
-        if not table.table_schema.primary_keys:
-            check_vector_indexes(table, levels.snapshot_id)
         return plan_compaction(levels, full=full)
 
     return run_planned(

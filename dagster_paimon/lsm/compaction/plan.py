@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.read.interval_partition import IntervalPartition
 
 from dagster_paimon.errors import InternalError
+from dagster_paimon.io.index import VectorIndex
 from dagster_paimon.lsm.compaction.rewriter import LOOKUP, Rewriter, contains_delete_records
 from dagster_paimon.lsm.model.levels import Levels
 from dagster_paimon.lsm.model.options import CompactionOptions
@@ -85,7 +85,7 @@ class TaskPlan:
     upgrades: tuple[Upgrade, ...]
     rewriter: Rewriter
     lookup_levels: tuple[tuple[int, tuple[DataFileMeta, ...]], ...] = ()
-    dv_index: IndexFileMeta | None = None
+    dv_index: VectorIndex | None = None
 
     @property
     def rewritten_files(self) -> tuple[DataFileMeta, ...]:
@@ -221,7 +221,7 @@ def plan_task(
     total_buckets: int,
     record_level_expire: bool | Callable[[DataFileMeta], bool] | None = None,
     levels: Levels | None = None,
-    dv_index: IndexFileMeta | None = None,
+    dv_index: VectorIndex | None = None,
 ) -> TaskPlan:
     """Plan a unit as Java's FileRewriteCompactTask (file_rewrite) or MergeTreeCompactTask would.
 
@@ -230,7 +230,7 @@ def plan_task(
     every file (as strategy.pick_full_compaction takes it); it must be given when
     record-level.expire-time is set, since only the caller knows the time field's statistics.
     `levels` (the bucket's tree) gives lookups the files above the output; `dv_index` is the
-    bucket's deletion-vector index file.
+    bucket's deletion-vector index files.
     """
     rewriter = Rewriter.for_options(options)
     if not 0 <= unit.output_level <= max_level:

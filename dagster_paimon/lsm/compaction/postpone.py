@@ -209,6 +209,7 @@ class PostponeMove:
                     self.num_buckets,
                     Levels(files, num_levels),
                     base.dv_index if base else None,
+                    base.deleted if base else None,
                 )
             )
         return targets

@@ -309,7 +309,7 @@ def run_task(table: FileStoreTable, plan: TaskPlan) -> CompactResult:
             new_files=tuple(new_files),
             changelog=tuple(run.changelog),
             index=index,
-            base_index=plan.dv_index.file_name if plan.dv_index is not None else None,
+            base_index=plan.dv_index.names if plan.dv_index is not None else (),
         ),
         bytes_read=sum(f.file_size for f in rewritten),
         bytes_written=sum(f.file_size for f in new_files),

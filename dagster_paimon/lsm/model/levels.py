@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.schema.table_schema import TableSchema
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InternalError, InvalidArgumentError
-from dagster_paimon.io.index import deleted_rows, deletion_indexes
+from dagster_paimon.io.index import VectorIndex, counted_rows, deleted_rows, deletion_indexes
 from dagster_paimon.lsm.model.append_health import (
     AppendBucketHealth,
     AppendTableHealth,
@@ -92,11 +91,13 @@ class BucketLevels:
     bucket: int
     total_buckets: int
     levels: Levels
-    dv_index: IndexFileMeta | None = None
+    dv_index: VectorIndex | None = None
+    deleted: Mapping[str, int] | None = None
 
     def deleted_rows(self) -> dict[str, int]:
-        """Rows deletion vectors mark, per data file of the bucket."""
-        return deleted_rows(self.dv_index)
+        """Rows deletion vectors mark, per data file of the bucket (`deleted` when counted from
+        the vectors themselves, else the index metadata's counts)."""
+        return dict(self.deleted) if self.deleted is not None else deleted_rows(self.dv_index)
 
     def health(self) -> BucketHealth:
         """This tree's metrics."""
@@ -214,7 +215,12 @@ def _levels(
     indexes = deletion_indexes(table, snapshot)
     buckets = [
         BucketLevels(
-            part, bucket, total, Levels(files, options.num_levels), indexes.get((part, bucket))
+            part,
+            bucket,
+            total,
+            Levels(files, options.num_levels),
+            indexes.get((part, bucket)),
+            counted_rows(table, part, bucket, indexes.get((part, bucket))),
         )
         for (part, bucket), (total, files) in sorted(
             grouped.items(), key=lambda kv: (tuple(kv[0][0].spec.values()), kv[0][1])

@@ -69,7 +69,7 @@ class BucketWrite:
     """Level-0 files one task wrote into one bucket, and the first sequence number it used.
 
     A dynamic-bucket write also rewrote the bucket's HASH `index` when it added keys, replacing
-    `base_index` (the file it restored, if any).
+    `base_index` (the name of the file it restored, if any).
     """
 
     partition: Partition
@@ -88,7 +88,7 @@ class BucketWrite:
             added=self.files,
             new_files=self.files,
             index=self.index,
-            base_index=self.base_index,
+            base_index=(self.base_index,) if self.base_index else (),
         )
 
 

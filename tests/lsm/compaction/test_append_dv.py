@@ -15,11 +15,18 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
+from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon_rust.datafusion import SQLContext
 
-from dagster_paimon.errors import CommitConflictError, InvalidOptionError, UnsupportedLayoutError
+from dagster_paimon.errors import (
+    CommitConflictError,
+    CorruptMetadataError,
+    InvalidOptionError,
+)
 from dagster_paimon.io.index import (
-    IndexManifestWriter,
+    DELETION_VECTORS,
+    VectorIndex,
     deleted_rows,
     deletion_indexes,
     index_entries,
@@ -33,6 +40,7 @@ from dagster_paimon.lsm.compaction.append_plan import (
 )
 from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.lsm.compaction.executor import COMPACTION, LocalExecutor
+from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import live_entries
@@ -43,6 +51,7 @@ from tests.maintenance.appends import (
     ORDER,
     append_commits,
     append_table,
+    delete_beside,
     delete_positions,
     events,
     file_rows,
@@ -58,6 +67,7 @@ REF = "db.events"
 ROWS = 48
 # every pypaimon file of 12 rows is at least this small-file size: none is small
 ALL_BIG = {"compaction.small-file-ratio": "0.000001"}
+MIN_TWO = {"compaction.min.file-num": "2"}
 KINDS = [
     pytest.param(layout, partitioned, id=f"{layout}-{'partitioned' if partitioned else 'flat'}")
     for layout in ("bucketed", "unaware")
@@ -232,22 +242,138 @@ def test_the_replaced_index_file_goes_once_no_snapshot_uses_it(warehouse, layout
     assert Counter(rows(table)) == expected
 
 
-def test_a_bucket_with_several_index_files_is_refused(warehouse):
+def several_index_files(warehouse, layout: str) -> tuple[list[tuple], Counter, dict]:
+    """A table one bucket (unaware: partition) of which holds two deletion-vector index files,
+    as Java's unaware-bucket DELETE leaves it: rows written, rows left, deleted rows per file."""
+    table = append_table(warehouse, layout, partitioned=False, **DV)
+    everything = write(table, 3)
+    files = min(bucket_files(table).items())[1]
+    expected = delete_and_model(table, {files[0].file_name: [0]}, everything)
+    gone = Counter(file_rows(table, files[1].file_name)[p] for p in (0, 1))
+    delete_beside(table, {files[1].file_name: [0, 1]})
+    counts = Counter(e.bucket for e in index_entries(table, latest(table)))
+    assert counts[min(bucket_files(table))[1]] == 2
+    return everything, expected - gone, {files[0].file_name: 1, files[1].file_name: 2}
+
+
+@pytest.mark.parametrize("layout", ["bucketed", "unaware"])
+def test_several_index_files_of_a_bucket_read_as_their_union(warehouse, paimon_java, layout):
+    _, expected, deleted = several_index_files(warehouse, layout)
+    table = open_table(warehouse, REF)
+    assert vectors(table) == deleted
+    levels = read_levels(table)
+    assert {n: c for b in levels.buckets for n, c in b.deleted_rows().items()} == deleted
+    assert PaimonTable.open(warehouse, REF).health().totals.deleted_rows == 3
+    assert_every_reader_reads(warehouse, expected, paimon_java)
+
+
+def test_a_data_file_in_two_index_files_is_corrupt(warehouse):
     table = append_table(warehouse, "unaware", partitioned=False, **DV)
-    append_commits(table, 2)
-    ((_, files),) = bucket_files(table).items()
-    delete_positions(table, {files[0].file_name: [0]})
-    first = index_entries(table, latest(table))
-    delete_positions(table, {files[1].file_name: [0]})  # replaces the index file
-    # as Java's unaware-bucket DELETE leaves it: a second index file beside the first
-    both = IndexManifestWriter(table).write(first + index_entries(table, latest(table)))
+    write(table, 2)
+    name = min(bucket_files(table).items())[1][0].file_name
+    delete_positions(table, {name: [0]})
+    delete_beside(table, {name: [1]})
+    with pytest.raises(CorruptMetadataError, match=f"{name} has a deletion vector in two"):
+        PaimonTable.open(warehouse, REF).health()
+
+
+def index_names(table) -> set[str]:
+    """The deletion-vector index files of the latest snapshot."""
+    return {n for index in deletion_indexes(table, latest(table)).values() for n in index.names}
+
+
+def test_unaware_compaction_rewrites_only_the_index_files_it_touches(
+    warehouse, paimon_java, paimon_java_1_0
+):
+    """AppendDeleteFileMaintainer: the index files holding the task's vectors go, their other
+    vectors move to a new file, the partition's other index files stay as they are."""
+    table = append_table(warehouse, "unaware", partitioned=False, **DV, **ALL_BIG)
+    everything = write(table, 4)
+    f0, f1, f2, f3 = (f.file_name for f in min(bucket_files(table).items())[1])
+    many = list(range(20))  # more than compaction.delete-ratio-threshold (0.2) of 48 rows
+    expected = delete_and_model(table, {f0: many, f1: [0]}, everything)  # index 1
+    for name, positions in ((f2, many), (f3, [1])):  # index 2, index 3
+        expected -= Counter(file_rows(table, name)[p] for p in positions)
+        delete_beside(table, {name: positions})
+    table = open_table(warehouse, REF)
+    holders = deletion_indexes(table, latest(table))[min(bucket_files(table))].holders
+    assert len(set(holders.values())) == 3
+    assert vectors(table) == {f0: 20, f1: 1, f2: 20, f3: 1}
+
+    result = compact_table(TableRef(warehouse, REF))
+
+    ((task,),) = [result.tasks]
+    assert {f.file_name for f in task.files} == {f0, f2}  # too many deleted rows: candidates
+    assert set(task.dv_index.names) == {holders[f0], holders[f2]}
+    table = open_table(warehouse, REF)
+    assert vectors(table) == {f1: 1, f3: 1}
+    after = deletion_indexes(table, latest(table))[min(bucket_files(table))].holders
+    assert after[f3] == holders[f3]  # untouched: kept
+    assert after[f1] not in set(holders.values())  # moved out of the rewritten index file
+    assert PaimonTable.open(warehouse, REF).health().totals.deleted_rows == 2
+    assert_every_reader_reads(warehouse, expected, paimon_java, paimon_java_1_0)
+
+
+def test_a_delete_beside_the_touched_index_files_meanwhile_fails_the_compaction(warehouse):
+    """A vector committed meanwhile in a new index file for a file the task rewrites would be
+    lost: the commit refuses, the table keeps the other writer's snapshot."""
+    table = append_table(warehouse, "unaware", partitioned=False, **DV, **MIN_TWO)
+    everything = write(table, 3)
+    f0, f1, f2 = (f.file_name for f in min(bucket_files(table).items())[1])
+    delete_and_model(table, {f0: [0]}, everything)
+    tasks = compact_table(TableRef(warehouse, REF), dry_run=True).tasks
+    assert [{f.file_name for f in t.files} for t in tasks] == [{f0}, {f1, f2}]
+    assert tasks[1].dv_index is None  # f1 has no vector yet: the task touches no index
     snapshot = latest(table)
-    snapshot_path = table.snapshot_manager().get_snapshot_path(snapshot.id)
-    text = table.file_io.read_file_utf8(snapshot_path)
-    table.file_io.overwrite_file_utf8(snapshot_path, text.replace(snapshot.index_manifest, both))
-    with pytest.raises(UnsupportedLayoutError, match="several deletion-vector index files"):
-        compact_table(TableRef(warehouse, REF))
+    meanwhile = DeleteMeanwhile({f1: [0]}, delete_beside)
+    with pytest.raises(CommitConflictError, match="DELETION_VECTORS index of bucket 0"):
+        compact_table(TableRef(warehouse, REF), executor=meanwhile)
+    table = open_table(warehouse, REF)
     assert latest(table).id == snapshot.id
+    assert vectors(table) == {f0: 1, f1: 1}
+
+
+def test_two_tasks_of_one_partition_rewrite_disjoint_index_files(warehouse, paimon_java):
+    """Groups fill bins without being split: two tasks of one partition each replace their own
+    index files, committed together."""
+    costly = {"source.split.open-file-cost": "256 mb"}  # two files fill a bin of 2 * 256 MB
+    table = append_table(warehouse, "unaware", partitioned=False, **DV, **ALL_BIG, **costly)
+    everything = write(table, 3)
+    f0, f1, f2 = (f.file_name for f in min(bucket_files(table).items())[1])
+    many = list(range(20))  # more than compaction.delete-ratio-threshold (0.2) of 48 rows
+    expected = delete_and_model(table, {f0: many}, everything)
+    for name in (f1, f2):
+        expected -= Counter(file_rows(table, name)[p] for p in many)
+        delete_beside(table, {name: many})
+    table = open_table(warehouse, REF)
+    before = index_names(table)
+    assert len(before) == 3
+
+    result = compact_table(TableRef(warehouse, REF))
+
+    assert len(result.tasks) == 2
+    touched = [set(t.dv_index.names) for t in result.tasks]
+    assert not touched[0] & touched[1] and touched[0] | touched[1] == before
+    table = open_table(warehouse, REF)
+    assert vectors(table) == {} and index_names(table) == set()
+    assert_every_reader_reads(warehouse, expected, paimon_java)
+
+
+def test_bucketed_compaction_merges_several_index_files_into_one(
+    warehouse, paimon_java, paimon_java_1_0
+):
+    """BucketedDvMaintainer restores every index file of the bucket and writes one."""
+    _, expected, _ = several_index_files(warehouse, "bucketed")
+    table = open_table(warehouse, REF)
+    files = min(bucket_files(table).items())[1]
+    key = min(bucket_files(table))
+    result = compact_table(TableRef(warehouse, REF), full=True)
+    table = open_table(warehouse, REF)
+    assert {t.bucket for t in result.tasks} >= {key[1]}
+    assert not set(vectors(table)) & {f.file_name for f in files}
+    assert len(deletion_indexes(table, latest(table))[key].files) == 1
+    assert PaimonTable.open(warehouse, REF).health().totals.deleted_rows == 0
+    assert_every_reader_reads(warehouse, expected, paimon_java, paimon_java_1_0)
 
 
 def test_a_task_with_vectors_travels_to_executors_whole(warehouse):
@@ -285,11 +411,10 @@ def _meta(name: str, size: int, seq: int, rows: int = 100):
     )
 
 
-def _index(**deleted: int | None):
-    """An index's metadata naming each file's deleted-row count."""
-    return SimpleNamespace(
-        dv_ranges={n: SimpleNamespace(cardinality=c) for n, c in deleted.items()}
-    )
+def _index(**deleted: int | None) -> VectorIndex:
+    """A bucket's index metadata naming each file's deleted-row count."""
+    ranges = {n: DeletionVectorMeta(n, 1, 1, c) for n, c in deleted.items()}
+    return VectorIndex((IndexFileMeta(DELETION_VECTORS, "index-0", 1, len(ranges), ranges),))
 
 
 def test_full_pick_with_vectors_stops_dropping_big_files_at_the_first_with_a_vector():
@@ -314,23 +439,37 @@ def test_delete_ratio_judges_by_the_vectors_cardinality():
 def test_unaware_packing_with_vectors():
     options = AppendOptions(target_file_size=100, min_file_num=2, open_file_cost=0)
     files = [_meta("v1", 5, 1), _meta("v2", 300, 2), _meta("x", 3, 3), _meta("y", 4, 4)]
-    bins = pack_unaware_vectors(files, options, {"v1", "v2"})
+    bins = pack_unaware_vectors(files, options, {"v1": "i", "v2": "i"})
     assert [[f.file_name for f in b] for b in bins] == [["v1", "v2"], ["x", "y"]]
     # one file with a vector is a task alone; one other file is too few
-    bins = pack_unaware_vectors(files[1:3], options, {"v2"})
+    bins = pack_unaware_vectors(files[1:3], options, {"v2": "i"})
     assert [[f.file_name for f in b] for b in bins] == [["v2"]]
+
+
+def test_unaware_packing_keeps_each_index_files_vectors_in_one_task():
+    """packInDeletionVectorVMode: groups by index file, smallest first, fill bins whole."""
+    options = AppendOptions(target_file_size=100, min_file_num=2, open_file_cost=0)
+    files = [_meta("a1", 150, 1), _meta("a2", 10, 2), _meta("b1", 20, 3), _meta("c1", 5, 4)]
+    holders = {"a1": "ia", "a2": "ia", "b1": "ib", "c1": "ic"}
+    bins = pack_unaware_vectors(files, options, holders)
+    # c (5), b (20), a (160): the bin reaches 2 * 100 only with a's files, all of them
+    assert [[f.file_name for f in b] for b in bins] == [["c1", "b1", "a2", "a1"]]
+    small = AppendOptions(target_file_size=10, min_file_num=2, open_file_cost=0)
+    bins = pack_unaware_vectors(files, small, holders)
+    assert [[f.file_name for f in b] for b in bins] == [["c1", "b1"], ["a2", "a1"]]
 
 
 class DeleteMeanwhile(LocalExecutor):
     """Runs the tasks after another writer deleted rows: the index they rewrite has changed."""
 
-    def __init__(self, deletions: dict[str, list[int]]):
+    def __init__(self, deletions: dict[str, list[int]], delete=delete_positions):
         super().__init__()
         self.deletions = deletions
+        self.delete = delete
 
     def run(self, table, ref, tasks, work=COMPACTION):
         if tasks:
-            delete_positions(table, self.deletions)
+            self.delete(table, self.deletions)
         return super().run(table, ref, tasks, work)
 
 

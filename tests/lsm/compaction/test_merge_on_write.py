@@ -19,7 +19,7 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pyroaring import BitMap64
 
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.io.index import deletion_indexes, read_vectors
+from dagster_paimon.io.index import deleted_rows, deletion_indexes, read_vectors
 from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.partition import Partition
@@ -28,6 +28,7 @@ from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
 from tests.lsm.tables import compact_db_t as compact
+from tests.maintenance.appends import delete_beside, latest
 
 SCHEMA = pa.schema(
     [
@@ -359,3 +360,50 @@ def test_overwrite_drops_the_vectors_of_the_partitions_it_replaces(warehouse):
     assert [r for r in read_rows(table) if r["dt"] == DAYS[0]] == []  # level 0 only
     compact(warehouse)
     assert [r for r in read_rows(open_table(warehouse, "db.t")) if r["dt"] == DAYS[0]] == day
+
+
+def test_a_bucket_whose_vectors_lie_in_several_index_files_compacts_to_one(warehouse, paimon_java):
+    """BucketedDvMaintainer restores every index file of the bucket and writes one: a minor
+    compaction marking more rows keeps every vector, a full one drops them all."""
+    make_table(warehouse, **{"deletion-vectors.enabled": "true"})
+    model = Model("deduplicate")
+    rng = random.Random(21)
+    base = [{"dt": DAYS[k % 2], "id": k, "v": k, "w": "base", "op": "+I"} for k in range(BASE_KEYS)]
+    for rows in (base, random_rows(rng, 60, "a", False)):
+        write_with_pypaimon(open_table(warehouse, "db.t"), pa.Table.from_pylist(rows, SCHEMA))
+        model.apply(rows)
+        compact(warehouse, full=rows is base)
+    table = open_table(warehouse, "db.t")
+    indexes = deletion_indexes(table, table.snapshot_manager().get_latest_snapshot())
+    key, index = min(indexes.items(), key=lambda kv: (kv[0][0].values, kv[0][1]))
+    level = next(b for b in read_levels(table).buckets if (b.partition, b.bucket) == key)
+    unmarked = next(f for f in level.levels.all_files() if f.file_name not in index.holders)
+    doomed = pq.ParquetFile(data_file_path(table, key[0], key[1], unmarked)).read().slice(0, 2)
+    delete_beside(table, {unmarked.file_name: [0, 1]})
+    for r in doomed.to_pylist():
+        model.rows.pop((r["dt"], r["id"]))
+    table = open_table(warehouse, "db.t")
+    index = deletion_indexes(table, table.snapshot_manager().get_latest_snapshot())[key]
+    assert len(index.files) == 2
+    counted = sum(b.health().deleted_rows for b in read_levels(table).buckets)
+    assert counted == sum(
+        n for i in deletion_indexes(table, latest(table)).values() for n in deleted_rows(i).values()
+    )
+    check_reads(table, "deduplicate", {}, model)
+    assert java_rows(paimon_java, warehouse, "deduplicate") == model.rows
+
+    rows = random_rows(rng, 60, "b", False)
+    write_with_pypaimon(open_table(warehouse, "db.t"), pa.Table.from_pylist(rows, SCHEMA))
+    model.apply(rows)
+    result = compact(warehouse)
+    table = open_table(warehouse, "db.t")
+    assert result.metrics()["deletion_vector_indexes_written"] > 0
+    after = deletion_indexes(table, latest(table))
+    assert all(len(i.files) == 1 for i in after.values())
+    check_reads(table, "deduplicate", {}, model)
+    assert java_rows(paimon_java, warehouse, "deduplicate") == model.rows
+
+    compact(warehouse, full=True)
+    table = open_table(warehouse, "db.t")
+    assert sum(b.health().deleted_rows for b in read_levels(table).buckets) == 0
+    check_reads(table, "deduplicate", {}, model)
