@@ -38,69 +38,15 @@ from typing import Any
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 
 from dagster_paimon.io.index import VectorIndex
-from dagster_paimon.lsm.model.append_health import (
-    APPEND_TARGET_FILE_SIZE,
-    DEFAULT_SMALL_FILE_RATIO,
-)
+from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels
 from dagster_paimon.options import (
-    DELETE_RATIO_THRESHOLD,
-    DELETION_VECTORS,
-    FILE_NUM_LIMIT,
-    FORCE_REWRITE_ALL_FILES,
-    MIN_FILE_NUM,
-    SMALL_FILE_RATIO,
-    SPLIT_OPEN_FILE_COST,
-    TARGET_FILE_SIZE,
-    at_least,
     bucket,
-    flag,
-    memory_bytes,
-    ratio,
-    read_option,
 )
 from dagster_paimon.partition import Partition
 
-OPEN_FILE_COST = 4 * 1024 * 1024
 FULL_COMPACT_MIN_FILE = 3
 UNAWARE_BUCKET = -1
-
-
-@dataclass(frozen=True)
-class AppendOptions:
-    """What append compaction reads from table options, defaults as in CoreOptions.java."""
-
-    target_file_size: int = APPEND_TARGET_FILE_SIZE
-    small_file_ratio: float = DEFAULT_SMALL_FILE_RATIO
-    min_file_num: int = 5
-    file_num_limit: int = 100_000
-    open_file_cost: int = OPEN_FILE_COST
-    force_rewrite_all_files: bool = False
-    deletion_vectors: bool = False
-    delete_ratio_threshold: float = 0.2
-
-    @classmethod
-    def from_table_options(cls, options: Mapping[str, str]) -> AppendOptions:
-        """Parse table options; bad values raise InvalidOptionError."""
-        return cls(
-            target_file_size=read_option(
-                options, TARGET_FILE_SIZE, memory_bytes, APPEND_TARGET_FILE_SIZE
-            ),
-            small_file_ratio=read_option(
-                options, SMALL_FILE_RATIO, ratio, DEFAULT_SMALL_FILE_RATIO
-            ),
-            min_file_num=read_option(options, MIN_FILE_NUM, at_least(1), 5),
-            file_num_limit=read_option(options, FILE_NUM_LIMIT, at_least(1), 100_000),
-            open_file_cost=read_option(options, SPLIT_OPEN_FILE_COST, memory_bytes, OPEN_FILE_COST),
-            force_rewrite_all_files=flag(options, FORCE_REWRITE_ALL_FILES),
-            deletion_vectors=flag(options, DELETION_VECTORS),
-            delete_ratio_threshold=read_option(options, DELETE_RATIO_THRESHOLD, ratio, 0.2),
-        )
-
-    @property
-    def compaction_file_size(self) -> int:
-        """Files below this size are small (CoreOptions.compactionFileSize)."""
-        return int(self.target_file_size * self.small_file_ratio)
 
 
 @dataclass(frozen=True)

@@ -14,29 +14,8 @@ from typing import ClassVar
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 
 from dagster_paimon.lsm.model.health import TableHealth
-from dagster_paimon.options import (
-    SMALL_FILE_RATIO,
-    TARGET_FILE_SIZE,
-    memory_bytes,
-    ratio,
-    read_option,
-)
 from dagster_paimon.results import DETAIL, METRIC, Reported
 from dagster_paimon.table import APPEND
-
-# CoreOptions.targetFileSize(hasPrimaryKey=false) and COMPACTION_SMALL_FILE_RATIO's default
-APPEND_TARGET_FILE_SIZE = 256 * 1024 * 1024
-DEFAULT_SMALL_FILE_RATIO = 0.7
-
-
-def small_file_bytes(options: Mapping[str, str]) -> int:
-    """Files below this many bytes are small: CoreOptions.compactionFileSize(false), i.e.
-    `target-file-size` (256 mb for append tables) x `compaction.small-file-ratio` (0.7).
-
-    Raises InvalidOptionError (a malformed option).
-    """
-    target = read_option(options, TARGET_FILE_SIZE, memory_bytes, APPEND_TARGET_FILE_SIZE)
-    return int(target * read_option(options, SMALL_FILE_RATIO, ratio, DEFAULT_SMALL_FILE_RATIO))
 
 
 @dataclass(frozen=True)

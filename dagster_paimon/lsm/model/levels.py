@@ -16,8 +16,8 @@ from dagster_paimon.lsm.model.append_health import (
     AppendBucketHealth,
     AppendTableHealth,
     Health,
-    small_file_bytes,
 )
+from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.health import BucketHealth, TableHealth
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import LevelSortedRun, SortedRun
@@ -145,7 +145,7 @@ class TableLevels:
         Raises InvalidOptionError (a malformed target-file-size or compaction.small-file-ratio).
         """
         options = self.schema.options if self.schema is not None else {}
-        small = small_file_bytes(options)
+        small = AppendOptions.from_table_options(options).compaction_file_size
         return AppendTableHealth(
             self.table, self.snapshot_id, small, [b.append_health(small) for b in self.buckets]
         )

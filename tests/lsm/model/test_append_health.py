@@ -11,10 +11,8 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from dagster_paimon import PaimonTable
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.lsm.model.append_health import (
-    AppendTableHealth,
-    small_file_bytes,
-)
+from dagster_paimon.lsm.model.append_health import AppendTableHealth
+from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import read_levels
 from tests.conftest import write_with_pypaimon
@@ -28,6 +26,11 @@ from tests.maintenance.appends import (
 )
 
 SMALL = {"target-file-size": "64 kb", "compaction.small-file-ratio": "0.03125"}  # < 2048 B
+
+
+def small_file_bytes(options: dict[str, str]) -> int:
+    """The small-file size health and compaction share."""
+    return AppendOptions.from_table_options(options).compaction_file_size
 
 
 def test_small_file_size_reads_the_options_as_java_does():
