@@ -26,6 +26,10 @@ ORDERS_SCHEMA = pa.schema(
 )
 
 
+# the table option that turns deletion vectors on
+DV = {"deletion-vectors.enabled": "true"}
+
+
 def orders_spec(bucket: int = 2, **options: str) -> TableSpec:
     """A partitioned deduplicate table keyed by (dt, id)."""
     return TableSpec("db", "orders", ORDERS_SCHEMA, ("dt", "id"), bucket, ("dt",), options)

@@ -11,7 +11,7 @@ from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.spark.read import plan_splits
 from dagster_paimon.table import create_table
-from tests.conftest import orders_spec, write_with_pypaimon
+from tests.conftest import DV, orders_spec, write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
 from tests.lsm.tables import DAYS, KEY, SCHEMA, cdc_table, compact, write_history
 from tests.maintenance.appends import (
@@ -25,8 +25,6 @@ from tests.maintenance.appends import (
     model,
     rows,
 )
-
-DV = {"deletion-vectors.enabled": "true"}
 
 pytestmark = pytest.mark.spark
 

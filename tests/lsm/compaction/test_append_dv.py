@@ -45,7 +45,7 @@ from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, open_table
-from tests.conftest import committed_files, data_files_on_disk, write_with_pypaimon
+from tests.conftest import DV, committed_files, data_files_on_disk, write_with_pypaimon
 from tests.hooks import expire_snapshots
 from tests.maintenance.appends import (
     ORDER,
@@ -62,7 +62,6 @@ from tests.maintenance.appends import (
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, later_ms
 from tests.maintenance.oracle import exists
 
-DV = {"deletion-vectors.enabled": "true"}
 REF = "db.events"
 ROWS = 48
 # every pypaimon file of 12 rows is at least this small-file size: none is small

@@ -15,6 +15,7 @@ from dagster_paimon.lsm.compaction.rewriter import (
     contains_delete_records,
 )
 from dagster_paimon.lsm.model.options import CompactionOptions
+from tests.conftest import DV
 from tests.lsm.files import data_file
 
 MAX_LEVEL = 5  # num-levels 6, the default with num-sorted-run.compaction-trigger 5
@@ -25,7 +26,6 @@ def rewriter_of(options: dict[str, str]) -> Rewriter:
     return Rewriter.for_options(CompactionOptions.from_table_options(options))
 
 
-DV = {"deletion-vectors.enabled": "true"}
 LOOKUP_CHANGELOG = {"changelog-producer": "lookup"}
 FULL = {"changelog-producer": "full-compaction"}
 FIRST_ROW = {"merge-engine": "first-row"}
