@@ -126,7 +126,7 @@ class PartitionSpec(click.ParamType):
 
 
 class OptionPair(click.ParamType):
-    """`KEY=VALUE`: one table option (the value may hold '=')."""
+    """`KEY=VALUE`: one table or catalog option (the value may hold "=")."""
 
     name = "option"
 
@@ -179,10 +179,12 @@ class Shared:
     s3_endpoint: str | None
     s3_region: str | None
     s3_path_style: bool
+    catalog_option: tuple[tuple[str, str], ...] = ()
 
 
 SHARED = tuple(f.name for f in dataclasses.fields(Shared))
 FLAGS = ("json", "verbose", "s3_path_style")
+REPEATED = ("catalog_option",)
 
 
 def shared_options(f: Callable, *, table: bool = True) -> Callable:
@@ -213,6 +215,12 @@ def shared_options(f: Callable, *, table: bool = True) -> Callable:
             is_flag=True,
             help="path-style bucket addressing, as MinIO needs (env PAIMON_S3_PATH_STYLE)",
         ),
+        click.option(
+            "--catalog-option",
+            type=OptionPair(),
+            multiple=True,
+            help="a catalog option, with Paimon's keys (repeatable; over the S3 flags)",
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -238,6 +246,8 @@ def _merged(ctx: click.Context, own: dict[str, Any]) -> Shared:
         theirs, their_source = run.group.get(name, (None, None))
         if name in FLAGS:
             values[name] = bool(mine or theirs)
+        elif name in REPEATED:
+            values[name] = tuple(theirs or ()) + tuple(mine or ())
         elif source == ParameterSource.COMMANDLINE or their_source != ParameterSource.COMMANDLINE:
             values[name] = mine
         else:
@@ -320,6 +330,12 @@ def cli(ctx: click.Context, **params: Any) -> None:
 
 
 def catalog_options(shared: Shared) -> dict[str, str]:
+    """S3 settings from the PAIMON_S3_* variables, flags winning (a local warehouse needs
+    none), then every --catalog-option."""
+    return {**_s3_options(shared), **dict(shared.catalog_option)}
+
+
+def _s3_options(shared: Shared) -> dict[str, str]:
     """S3 settings from the PAIMON_S3_* variables, flags winning; a local warehouse needs none."""
     from dagster_paimon.storage.s3 import S3Settings, is_s3_uri
 
@@ -394,15 +410,24 @@ def health(shared: Shared, partition: dict[str, str] | None) -> tuple[dict, str]
     target-file-size x compaction.small-file-ratio), bytes, rows and rows deletion vectors
     delete."""
     from dagster_paimon.lsm.model.levels import read_levels
-    from dagster_paimon.unsupported import unsupported_modes
 
     table = table_of(shared)
     report = read_levels(table, partition=partition).health_report()
-    unsupported = [found for _, found in unsupported_modes(table.table_schema)]
-    summary = report.summary()
-    if unsupported:
-        summary += "\nunsupported by dagster-paimon: " + "; ".join(unsupported)
-    return {**report.to_dict(), "unsupported": unsupported}, summary
+    return _with_findings(table, report.to_dict(), report.summary())
+
+
+def _with_findings(table: FileStoreTable, data: dict, summary: str) -> tuple[dict, str]:
+    """A read-only command's output with what the option census finds in the table's options:
+    the modes refused (JSON `unsupported`) and the keys it does not know (`unknown_options`)."""
+    from dagster_paimon.unsupported import option_findings
+
+    findings = option_findings(table.table_schema)
+    if findings["unsupported"]:
+        summary += "\nunsupported by dagster-paimon: " + "; ".join(findings["unsupported"])
+    if findings["unknown_options"]:
+        unknown = ", ".join(findings["unknown_options"])
+        summary += f"\noptions the census does not know (operations warn): {unknown}"
+    return {**data, **findings}, summary
 
 
 @command(
@@ -560,8 +585,11 @@ def ingest(
     if "://" not in source and not os.path.exists(source):
         raise click.BadParameter(f"{source!r} does not exist", param_hint="'--source'")
     assert shared.warehouse is not None and shared.table is not None
+    from dagster_paimon.unsupported import INGEST, check_supported_layout
+
+    # a refused table is refused before a JVM is started for it
+    check_supported_layout(table_of(shared).table_schema, operation=INGEST)
     with _starting_session(shared, spark_master, spark_remote) as pending:
-        table_of(shared)
         from dagster_paimon.spark.ingest import ingest_files
 
         report = ingest_files(
@@ -764,10 +792,12 @@ def doctor(shared: Shared, rollback_unreadable: bool) -> tuple[dict, str]:
     from dagster_paimon.errors import TableUnhealthyError
     from dagster_paimon.maintenance.doctor import doctor
 
-    result = doctor(table_of(shared), repair=rollback_unreadable)
+    table = table_of(shared)
+    result = doctor(table, repair=rollback_unreadable)
+    data, summary = _with_findings(table, result.to_dict(), result.summary())
     if result.healthy:
-        return result.to_dict(), result.summary()
-    click.echo(json.dumps(result.to_dict()) if shared.json else result.summary())
+        return data, summary
+    click.echo(json.dumps(data) if shared.json else summary)
     raise TableUnhealthyError("; ".join(filter(None, [result.verdict(), result.repair()])))
 
 
@@ -1034,23 +1064,21 @@ def tables(
     health cannot be read is listed with its error and the command exits 1. --match or
     --database matching no table is an input error (exit 2); a warehouse without any lists
     nothing."""
-    from dagster_paimon.discovery import discover_tables
+    from dagster_paimon.discovery import list_tables
 
     assert shared.warehouse is not None
     options = catalog_options(shared)
     patterns = include or ((f"{database}.*",) if database else ())
-    try:
-        found = discover_tables(shared.warehouse, options, include=patterns, exclude=exclude)
-    except TableNotFoundError:
-        if patterns:
-            raise
-        return [], "no tables"
+    found = list_tables(shared.warehouse, options, include=patterns, exclude=exclude)
     entries = sorted(
         [(t.identifier, None) for t in found.tables if database in (None, t.database)]
         + [(name, why) for name, why in found.skipped if database in (None, name.split(".")[0])]
     )
-    if not any(why is None for _, why in entries):
-        raise TableNotFoundError(f"no table of database {database!r} matches")
+    if patterns and not any(why is None for _, why in entries):
+        where = f"database {database!r}" if database else f"{list(patterns)}"
+        raise TableNotFoundError(f"no table of {shared.warehouse!r} matches {where}")
+    if not entries:
+        return [], "no tables"
     from dagster_paimon.storage.pool import parallel_map
 
     # tables are read at once on the shared I/O pool: on an object store each is latency-bound
@@ -1086,13 +1114,14 @@ def _table_row(
         "snapshot_id": None,
         "totals": None,
         "unsupported": [],
+        "unknown_options": [],
     }
     row.update(skipped=skipped, error=None)
     if skipped is not None:
         return row, None
     from dagster_paimon.lsm.model.levels import read_levels
     from dagster_paimon.table import open_table
-    from dagster_paimon.unsupported import unsupported_modes
+    from dagster_paimon.unsupported import option_findings
 
     assert shared.warehouse is not None
     try:
@@ -1107,7 +1136,7 @@ def _table_row(
         kind=report.kind,
         snapshot_id=report.snapshot_id,
         totals=report.aggregate(),
-        unsupported=[found for _, found in unsupported_modes(table.table_schema)],
+        **option_findings(table.table_schema),
     )
     return row, None
 
@@ -1137,13 +1166,17 @@ def _tables_text(rows: list[dict[str, Any]]) -> str:
                 str(s["max_sorted_runs"]),
                 f"{s['max_size_amplification_percent']:.1f}",
             ]
-        lines[r["kind"]].append(
-            head
-            + tail
-            + (["unsupported: " + "; ".join(r["unsupported"])] if r["unsupported"] else [])
-        )
+        lines[r["kind"]].append(head + tail + _notes(r))
     blocks = [_aligned(h, lines[k]) for h, k in ((lsm, PRIMARY_KEY), (append, APPEND)) if lines[k]]
     return "\n".join([line for block in blocks for line in block] + notes)
+
+
+def _notes(row: dict[str, Any]) -> list[str]:
+    """A table line's trailing note: the modes refused and the options the census lacks."""
+    notes = ["unsupported: " + "; ".join(row["unsupported"])] if row["unsupported"] else []
+    if row["unknown_options"]:
+        notes.append("unknown options: " + ", ".join(row["unknown_options"]))
+    return ["; ".join(notes)] if notes else []
 
 
 def _aligned(headers: list[str], lines: list[list[str]]) -> list[str]:

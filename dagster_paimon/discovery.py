@@ -2,8 +2,9 @@
 
 One pass over the catalog: every database, every table directory, each table's latest schema.
 Tables are named `db.table` and filtered by shell-style include/exclude patterns and by kind
-(primary-key or append). Tables of a kind not asked for and directories that are not Paimon
-tables are skipped with the reason logged; a selection matching no table is an error rather
+(primary-key or append). Tables of a kind not asked for, directories that are not Paimon
+tables and tables of another `type` (format and object tables) are skipped with the reason
+logged; a selection matching no table is an error rather
 than an empty result, unless the caller allows an empty one (`allow_empty`), which is then
 logged as a warning.
 """
@@ -32,6 +33,7 @@ from dagster_paimon.io.kv import value_schema
 from dagster_paimon.options import bucket
 from dagster_paimon.storage.local import local_path
 from dagster_paimon.table import TABLE_KINDS, open_catalog, table_kind
+from dagster_paimon.unsupported import not_a_table
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +176,32 @@ def discover_tables(
             patterns,
         )
         return Discovery(warehouse, ())
+    found = list_tables(warehouse, catalog_options, include=include, exclude=exclude, kinds=kinds)
+    if not found.tables:
+        skipped = dict(found.skipped) or "none"
+        message = f"no table of {warehouse!r} matches {patterns} (skipped: {skipped})"
+        if not allow_empty:
+            raise TableNotFoundError(message)
+        log.warning("%s; adopting none", message)
+        return found
+    log.info(
+        "discovered %d tables in %s, skipped %d", len(found.tables), warehouse, len(found.skipped)
+    )
+    return found
+
+
+def list_tables(
+    warehouse: str,
+    catalog_options: Mapping[str, str] | None = None,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    kinds: Sequence[str] = TABLE_KINDS,
+) -> Discovery:
+    """The tables the patterns select and the ones passed over with why, none an empty result.
+
+    Raises WarehouseUnreachableError (or an S3 subclass).
+    """
     catalog = open_catalog(warehouse, catalog_options)
     try:
         databases = sorted(catalog.list_databases())
@@ -199,15 +227,6 @@ def discover_tables(
                 skipped.append((identifier, found))
             else:
                 tables.append(found)
-    if not tables:
-        message = (
-            f"no table of {warehouse!r} matches {patterns} (skipped: {dict(skipped) or 'none'})"
-        )
-        if not allow_empty:
-            raise TableNotFoundError(message)
-        log.warning("%s; adopting none", message)
-        return Discovery(warehouse, (), tuple(skipped))
-    log.info("discovered %d tables in %s, skipped %d", len(tables), warehouse, len(skipped))
     return Discovery(warehouse, tuple(tables), tuple(skipped))
 
 
@@ -220,6 +239,8 @@ def _describe(catalog: Any, identifier: str) -> DiscoveredTable | str:
     except (OSError, ValueError, KeyError, DagsterPaimonError) as e:
         return f"unreadable schema: {e}"
     schema = table.table_schema
+    if other_type := not_a_table(schema):
+        return f"{other_type}: not a table of Paimon's LSM layout, nothing to maintain"
     return DiscoveredTable(
         identifier=identifier,
         columns=tuple(TableColumn(f.name, str(f.type), f.description) for f in schema.fields),

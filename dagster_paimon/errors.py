@@ -224,3 +224,7 @@ def transient_errors(*, table_unchanged: bool | None = None) -> Iterator[None]:
 
 class UnsupportedLayoutError(InvalidTableSpecError):
     """The table uses a Paimon mode we do not implement for this operation; nothing was written."""
+
+
+class UnsupportedCatalogError(InputError):
+    """The catalog options name a catalog (Hive, JDBC, REST) we do not commit through."""

@@ -27,6 +27,7 @@ from dagster_paimon.errors import (
 from dagster_paimon.options import BUCKET, BUCKET_KEY, DYNAMIC_BUCKET, POSTPONE_BUCKET
 from dagster_paimon.redaction import masked_options
 from dagster_paimon.storage.warehouse import warehouse_for
+from dagster_paimon.unsupported import check_catalog
 
 PRIMARY_KEY = "primary-key"
 APPEND = "append"
@@ -122,10 +123,12 @@ def open_catalog(
 ) -> Catalog:
     """A filesystem catalog over a warehouse proven usable; a local one is only made on create.
 
-    Raises WarehouseUnreachableError (or an S3 subclass: credentials, access, bucket, endpoint,
+    Raises UnsupportedCatalogError (a `metastore` other than filesystem: nothing is opened),
+    WarehouseUnreachableError (or an S3 subclass: credentials, access, bucket, endpoint,
     UnsupportedWarehouseError).
     """
     options = {str(k): str(v) for k, v in (catalog_options or {}).items()}
+    check_catalog(options)
     store = warehouse_for(warehouse, options)
     store.check(create=create)
     options.update(store.catalog_options())

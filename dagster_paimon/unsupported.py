@@ -20,7 +20,8 @@ where snapshots are (commit/carried.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pypaimon.schema.data_types import (
@@ -34,7 +35,12 @@ from pypaimon.schema.data_types import (
 )
 from pypaimon.schema.table_schema import TableSchema
 
-from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
+from dagster_paimon.census.census import census
+from dagster_paimon.errors import (
+    InvalidArgumentError,
+    UnsupportedCatalogError,
+    UnsupportedLayoutError,
+)
 from dagster_paimon.options import (
     CHANGELOG_FILE_FORMAT,
     CLUSTERING_INCREMENTAL,
@@ -51,12 +57,17 @@ from dagster_paimon.options import (
     read_option,
 )
 
+log = logging.getLogger(__name__)
+
 COMPACTION = "compaction"
 INGEST = "ingest"
 EXPIRY = "expiry"
 MANIFEST_COMPACTION = "manifest compaction"
 ORPHAN_REMOVAL = "orphan removal"
 PARTITION_EXPIRY = "partition expiry"
+TAGS = "tags"
+ROLLBACK = "rollback"
+CONSUMERS = "consumers"
 OPERATIONS = (
     COMPACTION,
     INGEST,
@@ -64,7 +75,11 @@ OPERATIONS = (
     MANIFEST_COMPACTION,
     ORPHAN_REMOVAL,
     PARTITION_EXPIRY,
+    TAGS,
+    ROLLBACK,
+    CONSUMERS,
 )
+EVERY_OPERATION = frozenset(OPERATIONS)
 
 PK_CLUSTERING_OVERRIDE = "pk-clustering-override"
 SEQUENCE_SNAPSHOT_ORDERING = "sequence.snapshot-ordering"
@@ -79,6 +94,16 @@ PK_INDEX_COLUMNS = (
     "pk-full-text.index.columns",
 )
 FOREIGN_FORMATS = {"lance": "1.3", "vortex": "2.0", "mosaic": "2.0"}
+TYPE = "type"
+PLAIN_TABLE = "table"
+ICEBERG_STORAGE = "metadata.iceberg.storage"
+ICEBERG_COMPATIBLE = "metadata.iceberg-compatible"  # 0.9's key
+METASTORE_PARTITIONED = "metastore.partitioned-table"
+METASTORE_TAG_TO_PARTITION = "metastore.tag-to-partition"
+COMMIT_CALLBACKS = "commit.callbacks"
+TAG_CALLBACKS = "tag.callbacks"
+METASTORE = "metastore"
+FILESYSTEM = "filesystem"
 
 # (what was found, e.g. "table option 'x'='true'") or None, from the schema
 Finder = Callable[[TableSchema], str | None]
@@ -155,6 +180,26 @@ def _named(name: str, find: Finder) -> Finder:
 def _append(find: Finder) -> Finder:
     """Only on append tables (no primary key)."""
     return lambda schema: None if schema.primary_keys else find(schema)
+
+
+def _set(key: str, *, unless: str = "") -> Finder:
+    """A string option set to anything but blank or `unless` (its default, without case)."""
+
+    def find(schema: TableSchema) -> str | None:
+        value = str(schema.options.get(key, "")).strip()
+        return f"table option '{key}'={value!r}" if value and value.lower() != unless else None
+
+    return find
+
+
+def _any(*finders: Finder) -> Finder:
+    """What the first finder reporting anything reports."""
+    return lambda schema: next((found for f in finders if (found := f(schema))), None)
+
+
+def not_a_table(schema: TableSchema) -> str | None:
+    """The `type` option of a format, object or other non-LSM table, or None for a table."""
+    return _set(TYPE, unless=PLAIN_TABLE)(schema)
 
 
 def _foreign_format(schema: TableSchema) -> str | None:
@@ -273,6 +318,60 @@ def _unknown_external_strategy(schema: TableSchema) -> str | None:
 
 WRITES = frozenset({COMPACTION, INGEST})
 MODES = (
+    Unsupported(
+        "table type",
+        "0.9 (format-table), 1.0 (object-table)",
+        EVERY_OPERATION,
+        "a format table is a folder of plain files (no snapshots, manifests or buckets) and an "
+        "object table indexes files of another store; writing Paimon's LSM layout into either "
+        "would leave files no reader of that type reads, and maintaining one means nothing",
+        "CoreOptions.TYPE, FormatTable, ObjectTable",
+        lambda schema: not_a_table(schema),
+    ),
+    Unsupported(
+        "Iceberg compatibility",
+        "0.9 ('metadata.iceberg-compatible'), 1.0 ('metadata.iceberg.storage')",
+        EVERY_OPERATION,
+        "Java rewrites the table's Iceberg metadata after every commit; ours would leave "
+        "Iceberg readers (Athena, Trino, Snowflake, pyiceberg) on a stale view, and an expiry "
+        "would delete data files Iceberg's latest metadata still lists, failing every Iceberg "
+        "read; keep this table's maintenance on Paimon's Java jobs until dagster-paimon writes "
+        "Iceberg metadata",
+        "IcebergCommitCallback (AbstractIcebergCommitCallback before 2.0), IcebergOptions",
+        _any(_set(ICEBERG_STORAGE, unless="disabled"), _flag(ICEBERG_COMPATIBLE)),
+    ),
+    Unsupported(
+        "metastore partition sync",
+        "0.9",
+        EVERY_OPERATION,
+        "Java registers every partition a commit adds in the Hive metastore, drops the ones "
+        "partition expiry removes and turns tags into partitions; ours would not tell the "
+        "metastore, so Hive, Trino and Impala would miss new partitions and list gone ones; "
+        "keep this table's maintenance on Paimon's Java jobs until dagster-paimon opens "
+        "metastore catalogs",
+        "AddPartitionCommitCallback, AddPartitionTagCallback, HiveCatalog.dropPartitions",
+        _any(_flag(METASTORE_PARTITIONED), _set(METASTORE_TAG_TO_PARTITION)),
+    ),
+    Unsupported(
+        "commit callbacks",
+        "0.9",
+        EVERY_OPERATION,
+        "Java calls these user classes after every commit (and every tag); we cannot run Java "
+        "classes, so what they keep in step with the table would fall behind; remove the "
+        "option if nothing needs the callback, or keep this table on Java's jobs",
+        "CoreOptions.COMMIT_CALLBACKS, FileStoreCommitImpl (CommitCallback.call)",
+        _set(COMMIT_CALLBACKS),
+    ),
+    Unsupported(
+        "tag callbacks",
+        "0.9",
+        EVERY_OPERATION,
+        "Java calls these user classes when a tag is created or deleted (and, through commit "
+        "callbacks, on commits); we cannot run Java classes; remove the option if nothing "
+        "needs the callback, or keep this table on Java's jobs",
+        "CoreOptions.TAG_CALLBACKS, TagManager (TagCallback.notifyCreation)",
+        _set(TAG_CALLBACKS),
+    ),
     Unsupported(
         ROW_TRACKING,
         "1.3",
@@ -459,6 +558,34 @@ def unsupported_modes(schema: TableSchema) -> list[tuple[Unsupported, str]]:
     return [(mode, found) for mode in MODES if (found := mode.find(schema))]
 
 
+def option_findings(schema: TableSchema) -> dict[str, list[str]]:
+    """What `health` and `tables` report of the table's options: the modes it uses that we
+    refuse (each with the operations it refuses) and the keys the census does not know."""
+    return {
+        "unsupported": [
+            f"{found}: refuses {', '.join(o for o in OPERATIONS if o in mode.operations)}"
+            for mode, found in unsupported_modes(schema)
+        ],
+        "unknown_options": unknown_options(schema),
+    }
+
+
+def check_catalog(catalog_options: Mapping[str, str]) -> None:
+    """Refuse a catalog other than a bare folder: its commits, locks and partitions are not ours.
+
+    Raises UnsupportedCatalogError, before the warehouse is opened.
+    """
+    metastore = str(catalog_options.get(METASTORE, FILESYSTEM)).strip().lower()
+    if metastore != FILESYSTEM:
+        raise UnsupportedCatalogError(
+            f"catalog option '{METASTORE}'={metastore!r}: dagster-paimon opens a warehouse only "
+            f"as a filesystem catalog (a folder or an object-store prefix); a {metastore} "
+            "catalog keeps the table's name, location, partitions and commit lock itself, and "
+            "committing beside it would leave it stale or race its writers; drop the option to "
+            "open the warehouse's folder only if no metastore knows these tables"
+        )
+
+
 def check_supported_layout(schema: TableSchema, *, operation: str) -> None:
     """Refuse `operation` on a table using a mode that changes what it must do."""
     if operation not in OPERATIONS:
@@ -472,3 +599,18 @@ def check_supported_layout(schema: TableSchema, *, operation: str) -> None:
             f"dagster-paimon does not implement {operation} for this table, so nothing was "
             f"read or written: {reasons}"
         )
+    unknown = unknown_options(schema)
+    if unknown:
+        log.warning(
+            "%s goes ahead on a table with options the option census does not know (a newer "
+            "Paimon's, or the table's own properties): %s; if Paimon's writers act on one, "
+            "this %s may not do what they would: see docs/options.md",
+            operation,
+            ", ".join(unknown),
+            operation,
+        )
+
+
+def unknown_options(schema: TableSchema) -> list[str]:
+    """The table's option keys the census does not classify (a newer Paimon's, or a user's)."""
+    return census().unknown(schema.options)

@@ -22,11 +22,15 @@ from dagster_paimon.errors import (
 )
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.maintenance.consumers import clear_consumers
 from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.partitions import expire_partitions
+from dagster_paimon.maintenance.rollback import rollback_to
+from dagster_paimon.maintenance.tags import create_tag
 from dagster_paimon.table import TableRef, create_table, open_table
 from dagster_paimon.unsupported import (
     COMPACTION,
+    CONSUMERS,
     EXPIRY,
     INGEST,
     MANIFEST_COMPACTION,
@@ -34,7 +38,10 @@ from dagster_paimon.unsupported import (
     OPERATIONS,
     ORPHAN_REMOVAL,
     PARTITION_EXPIRY,
+    ROLLBACK,
+    TAGS,
     check_supported_layout,
+    unsupported_modes,
 )
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
 from tests.hooks import compact_manifests, expire_changelogs, expire_snapshots, remove_orphans
@@ -57,6 +64,12 @@ def _run(operation: str, warehouse: str) -> object:
         return compact_manifests(table, full=True)
     if operation == PARTITION_EXPIRY:
         return expire_partitions(table, expiration_time=timedelta(0))
+    if operation == TAGS:
+        return create_tag(table, "t")
+    if operation == ROLLBACK:
+        return rollback_to(table, snapshot_id=1)
+    if operation == CONSUMERS:
+        return clear_consumers(table)
     now = int(time.time() * 1000) + DAY_MS
     return remove_orphans(table, older_than_ms=1, now_ms=now)
 
@@ -80,6 +93,11 @@ def _options(**options: str) -> Callable:
 
 # one table per mode of MODES, the way Java's writer would have left it
 TABLES: dict[str, Callable] = {
+    "table type": _options(type="object-table"),
+    "Iceberg compatibility": _options(**{"metadata.iceberg.storage": "hive-catalog"}),
+    "metastore partition sync": _options(**{"metastore.tag-to-partition": "dt"}),
+    "commit callbacks": _options(**{"commit.callbacks": "com.example.Audit"}),
+    "tag callbacks": _options(**{"tag.callbacks": "com.example.Audit"}),
     "row-tracking.enabled": lambda s: _options(**{"row-tracking.enabled": "true"})(
         replace(s, primary_keys=[])
     ),
@@ -161,10 +179,10 @@ def test_refused_before_anything_changes(warehouse, mode, operation):
     before = (snapshot_ids(table), files_on_disk(table))
     with pytest.raises(UnsupportedLayoutError) as refused:
         _run(operation, warehouse)
-    named = mode.split()[0] if mode.endswith("type") else mode
+    found = {m.name: f for m, f in unsupported_modes(table.table_schema)}[mode]
     message = str(refused.value)
     assert operation in message
-    assert (named if "format" not in mode else "'file.format'='lance'") in message
+    assert found in message
     assert (snapshot_ids(table), files_on_disk(table)) == before
 
 

@@ -25,6 +25,7 @@ from dagster_paimon.snapshot.resolve import resolve_snapshot
 from dagster_paimon.storage.files import TableFiles, delete_logged
 from dagster_paimon.storage.snapshots import replace_file
 from dagster_paimon.storage.warehouse import table_files
+from dagster_paimon.unsupported import CONSUMERS, check_supported_layout
 
 EXPIRE = "expire"
 CLEAR = "clear"
@@ -169,6 +170,7 @@ def plan_consumer_expiry(
 ) -> ConsumerRemovalPlan:
     """Consumers whose file was last written before now - expiration (by default the table's
     consumer.expiration-time; unset, none expires); reads only."""
+    check_supported_layout(table.table_schema, operation=CONSUMERS)
     if expiration_ms is None:
         expiration_ms = consumer_expiration_ms(table.table_schema.options)
     consumers = _meta(table, files).consumers()
@@ -203,6 +205,7 @@ def plan_consumer_clear(
 
     Raises InvalidArgumentError for a malformed pattern.
     """
+    check_supported_layout(table.table_schema, operation=CONSUMERS)
     include = _pattern(including, "including") or re.compile(".*")
     exclude = _pattern(excluding, "excluding")
     consumers = _meta(table, files).consumers()
@@ -296,6 +299,7 @@ def reset_consumer(
     SnapshotNotFoundError; not input: TransientStoreError.
     """
     start = time.perf_counter()
+    check_supported_layout(table.table_schema, operation=CONSUMERS)
     if not isinstance(consumer_id, str) or not consumer_id or "/" in consumer_id:
         raise InvalidArgumentError(f"consumer id must be a non-empty name, got {consumer_id!r}")
     if isinstance(next_snapshot, bool) or not isinstance(next_snapshot, int) or next_snapshot < 1:

@@ -35,6 +35,7 @@ from dagster_paimon.snapshot.metadata import (
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.pool import parallel_map
 from dagster_paimon.storage.warehouse import table_files
+from dagster_paimon.unsupported import ROLLBACK, check_supported_layout
 
 log = logging.getLogger(__name__)
 
@@ -637,6 +638,8 @@ def execute_repair(
     start = time.perf_counter()
     if report.refusal:
         raise RepairRefusedError(f"{report.table}: {report.refusal}; nothing was changed")
+    if report.rollback or report.hints:
+        check_supported_layout(table.table_schema, operation=ROLLBACK)
     files = files or table_files(table)
     meta = TableMetadata(table, files)
     removing = [c.snapshot_id for c in report.rollback]

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon import unsupported
 from dagster_paimon.errors import (
     InputError,
     InvalidOptionError,
@@ -75,6 +76,14 @@ CONSUMER_EXPIRY: Final = "consumer_expiry"
 SNAPSHOT_EXPIRY: Final = "snapshot_expiry"
 # Java's order (TableCommitImpl.maintain)
 STEPS: Final = (TAG_CREATION, TAG_EXPIRY, PARTITION_EXPIRY, CONSUMER_EXPIRY, SNAPSHOT_EXPIRY)
+# the operation (unsupported.py) each step is: a refused one stops the pass before any step
+OPERATION_OF: Final = {
+    TAG_CREATION: unsupported.TAGS,
+    TAG_EXPIRY: unsupported.TAGS,
+    PARTITION_EXPIRY: unsupported.PARTITION_EXPIRY,
+    CONSUMER_EXPIRY: unsupported.CONSUMERS,
+    SNAPSHOT_EXPIRY: unsupported.EXPIRY,
+}
 # every table option a step of the pass reads: what `maintain(options=...)` may override
 OPTION_KEYS: Final = frozenset(
     {
@@ -262,6 +271,9 @@ def _maintain(
         SNAPSHOT_EXPIRY: lambda: _expire(table, SNAPSHOTS, dry_run=dry_run, now_ms=now_ms),
     }
     skipped = _why_skipped(table, in_use)
+    for step in STEPS:
+        if step not in skipped:
+            unsupported.check_supported_layout(table.table_schema, operation=OPERATION_OF[step])
     done: dict[str, Reported] = {}
     for step in STEPS:
         if step in skipped:

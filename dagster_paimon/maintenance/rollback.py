@@ -54,6 +54,7 @@ from dagster_paimon.snapshot.metadata import (
 from dagster_paimon.storage.files import TableFiles, delete_logged
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent, replace_file
 from dagster_paimon.storage.warehouse import table_files
+from dagster_paimon.unsupported import ROLLBACK, check_supported_layout
 
 log = logging.getLogger(__name__)
 
@@ -266,6 +267,7 @@ def plan_rollback(
     time), TagNotFoundError; not input: MaintenanceAbortedError (metadata a remaining snapshot
     needs is missing), TransientStoreError.
     """
+    check_supported_layout(table.table_schema, operation=ROLLBACK)
     given = [x for x in (snapshot_id, tag, timestamp) if x is not None]
     if len(given) != 1:
         raise InvalidArgumentError("give exactly one of snapshot_id, tag or timestamp")

@@ -49,6 +49,7 @@ from dagster_paimon.snapshot.metadata import SNAPSHOT_PREFIX, TAG_PREFIX, TableM
 from dagster_paimon.storage.files import delete_logged
 from dagster_paimon.storage.snapshots import replace_file
 from dagster_paimon.storage.warehouse import table_files
+from dagster_paimon.unsupported import TAGS, check_supported_layout
 
 log = logging.getLogger(__name__)
 
@@ -421,6 +422,7 @@ def _create_tag(
 ) -> TagResult:
     """create_tag with the tests' clock (the tag's create time, the writer's local time)."""
     start = time.perf_counter()
+    check_supported_layout(table.table_schema, operation=TAGS)
     _check_name(name)
     if time_retained is not None:
         timedelta_ms(time_retained, "time_retained")
@@ -565,6 +567,7 @@ def delete_tag(table: FileStoreTable, name: str, *, dry_run: bool = False) -> Ta
     not input: MaintenanceAbortedError (metadata of a remaining snapshot or tag is missing).
     """
     start = time.perf_counter()
+    check_supported_layout(table.table_schema, operation=TAGS)
     _check_name(name)
     with transient_errors(table_unchanged=True if dry_run else None):
         meta = TableMetadata(table, table_files(table))
@@ -616,6 +619,7 @@ def _expire_tags(
 ) -> TagResult:
     """expire_tags with the tests' clock (compared with each tag's local create time)."""
     start = time.perf_counter()
+    check_supported_layout(table.table_schema, operation=TAGS)
     meta = TableMetadata(table, table_files(table))
     deleter = _Deleter(meta, dry_run)
     _expire_by_time(deleter, _now(now))
@@ -688,6 +692,7 @@ def _create_automatic_tags(
 ) -> TagResult:
     """create_automatic_tags with the tests' clock (create times and time-retained expiry)."""
     start = time.perf_counter()
+    check_supported_layout(table.table_schema, operation=TAGS)
     meta = TableMetadata(table, table_files(table))
     options = TagOptions.from_table_options(table.table_schema.options)
     now = _now(now)

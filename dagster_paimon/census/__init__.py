@@ -1,0 +1,1 @@
+"""The option census: every Paimon option key, handled, inert for us, or refused (and where)."""
