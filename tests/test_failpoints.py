@@ -827,6 +827,33 @@ def test_tag_creation_crash(failpoint, template, zygote, tmp_path):
     assert not diff_rows(tag_reads(warehouse, "release"), template.expected[5])
 
 
+def test_tag_success_file_crash(template, zygote, tmp_path):
+    """With tag.create-success-file, create-tag killed between the tag file and its success file
+    leaves the tag without it (never a success file naming no tag); a rerun writes it and
+    succeeds; orphan removal leaves both."""
+    from pypaimon.schema.schema_change import SchemaChange
+
+    from dagster_paimon.table import open_catalog
+
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template.warehouse, warehouse)
+    change = SchemaChange.set_option("tag.create-success-file", "true")
+    open_catalog(str(warehouse)).alter_table(IDENTIFIER, [change])
+    success = table_root(fresh_table(warehouse)) / "tag" / "tag-success-file" / "release_SUCCESS"
+    args = {"name": "release", "snapshot_id": 5}
+    crashed = zygote.run("create-tag", str(warehouse), args, failpoint=fp.TAG_WRITTEN)
+    assert crashed.returncode == -signal.SIGKILL, crashed.describe()
+    assert check_tags(warehouse, template, "create-tag") == {"release": 5}
+    assert not success.exists()
+
+    rerun = zygote.run("create-tag", str(warehouse), args)
+    assert rerun.returncode == 0, rerun.describe()
+    assert success.exists() and check_tags(warehouse, template, "create-tag") == {"release": 5}
+    assert_orphans_removed(zygote, warehouse)
+    assert success.exists()
+    check_committed(warehouse, template, "create-tag")
+
+
 AUTO_TAG_OPTIONS = {"tag.automatic-creation": "batch", "tag.num-retained-max": "1"}
 
 

@@ -9,6 +9,9 @@ Deleting a tag whose snapshot was expired deletes the data files, manifests, ind
 files only that tag kept alive: everything some remaining snapshot, tag, changelog or branch
 references is kept (a superset of Java's neighbour-based skipping sets). The tag file goes first,
 as in Java: a run that dies midway leaves orphan files, never a tag pointing at deleted files.
+
+With `tag.create-success-file`, creating and deleting tags also writes and deletes their success
+files (`tag_success.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from itertools import groupby
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pypaimon.common.time_utils import (
@@ -43,7 +47,20 @@ from dagster_paimon.failpoints import TAG_WRITTEN, failpoint
 from dagster_paimon.maintenance.deletion import lists_named, metadata_to_delete
 from dagster_paimon.maintenance.expire import _paths, _unused, _used_by_latest
 from dagster_paimon.maintenance.references import CHANGELOG, Referrer, referrers
-from dagster_paimon.options import at_least, boolean, choice, duration_ms, read_option
+from dagster_paimon.maintenance.tag_success import (
+    finish_creation,
+    notify_creation,
+    notify_deletion,
+)
+from dagster_paimon.options import (
+    TAG_CREATE_SUCCESS_FILE,
+    at_least,
+    boolean,
+    choice,
+    duration_ms,
+    flag,
+    read_option,
+)
 from dagster_paimon.results import DETAIL, METRIC, Reported, timedelta_ms
 from dagster_paimon.snapshot.metadata import SNAPSHOT_PREFIX, TAG_PREFIX, TableMetadata
 from dagster_paimon.storage.files import delete_logged
@@ -259,6 +276,7 @@ class TagOptions:
     process_zone: tzinfo | None = None
     watermark_zone: tzinfo | None = UTC
     handler: PeriodHandler | None = None
+    success_file: bool = False
 
     @classmethod
     def from_table_options(cls, options: Mapping[str, str]) -> TagOptions:
@@ -283,6 +301,7 @@ class TagOptions:
             process_zone=_zone_option(options, "sink.process-time-zone", None),
             watermark_zone=_zone_option(options, "sink.watermark-time-zone", "UTC"),
             handler=handler,
+            success_file=flag(options, TAG_CREATE_SUCCESS_FILE),
         )
 
 
@@ -376,7 +395,8 @@ def _write_tag(
     now: datetime,
     options: TagOptions,
 ) -> None:
-    """createOrReplaceTag: refuse a second auto tag on one snapshot, then write the file."""
+    """createOrReplaceTag: refuse a second auto tag on one snapshot, write the file, then
+    the success file (its callback)."""
     handler = options.handler
     if handler is not None and options.mode != "batch" and handler.is_auto(name):
         auto = [
@@ -388,6 +408,8 @@ def _write_tag(
             raise TagExistsError(f"snapshot {snapshot_id} is already auto-tagged with {auto}")
     replace_file(meta.file_io, _tag_path(meta, name), _tag_text(text, retained, now))
     failpoint(TAG_WRITTEN)
+    if options.success_file:
+        notify_creation(meta, name)
 
 
 def _now(now: datetime | None) -> datetime:
@@ -407,6 +429,10 @@ def create_tag(
     time_retained None takes tag.default-time-retained (none: kept until deleted). Raises
     TagExistsError (Java refuses an existing name), SnapshotNotFoundError, InvalidArgumentError
     (a blank name, a negative retention), InvalidOptionError; the table is then unchanged.
+
+    With tag.create-success-file, an existing tag without its success file (a creation that
+    failed after the tag file) gets it written, and the call succeeds if that tag is on the
+    snapshot asked for (a retry), else raises TagExistsError.
     """
     with transient_errors():
         return _create_tag(table, name, snapshot_id=snapshot_id, time_retained=time_retained)
@@ -429,17 +455,34 @@ def _create_tag(
     meta = TableMetadata(table, table_files(table))
     options = TagOptions.from_table_options(table.table_schema.options)
     if meta.file_io.exists(_tag_path(meta, name)):
-        raise TagExistsError(f"tag {name!r} already exists")
-    snapshot_id, text = _snapshot_text(meta, snapshot_id)
-    retained = time_retained if time_retained is not None else options.default_time_retained
-    _write_tag(meta, name, snapshot_id, text, retained, _now(now), options)
-    log.info("created tag %s on snapshot %d of %s", name, snapshot_id, _table_name(table))
+        if not (_finished(meta, options, name) and _is_retry(meta, name, snapshot_id)):
+            raise TagExistsError(f"tag {name!r} already exists")
+        log.info("finished the interrupted creation of tag %s of %s", name, _table_name(table))
+    else:
+        snapshot_id, text = _snapshot_text(meta, snapshot_id)
+        retained = time_retained if time_retained is not None else options.default_time_retained
+        _write_tag(meta, name, snapshot_id, text, retained, _now(now), options)
+        log.info("created tag %s on snapshot %d of %s", name, snapshot_id, _table_name(table))
     return TagResult(
         table=_table_name(table),
         operation="create",
         created=(name,),
         seconds=time.perf_counter() - start,
     )
+
+
+def _finished(meta: TableMetadata, options: TagOptions, name: str) -> bool:
+    """Java refuses an existing tag; first write the success file a failed creation left out."""
+    return options.success_file and finish_creation(meta, name)
+
+
+def _is_retry(meta: TableMetadata, name: str, snapshot_id: int | None) -> bool:
+    """The existing tag is on the snapshot asked for (the latest when none is): a retry."""
+    tag = meta.read_json(_tag_path(meta, name), Tag)
+    if snapshot_id is None:
+        ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
+        snapshot_id = ids[-1] if ids else None
+    return tag is not None and tag.id == snapshot_id
 
 
 # -- deleting --------------------------------------------------------------------------------
@@ -517,8 +560,13 @@ def _used_by(meta: TableMetadata, refs: list[Referrer]) -> set[str]:
     return used
 
 
-def _execute_delete(meta: TableMetadata, plan: TagDeletionPlan) -> tuple[int, int]:
-    """The tag file first (as Java), then files a concurrent commit did not start using."""
+def _execute_delete(
+    meta: TableMetadata, plan: TagDeletionPlan, success_file: bool
+) -> tuple[int, int]:
+    """The success file, the tag file (as Java), then files a concurrent commit did not start
+    using."""
+    if success_file:
+        notify_deletion(meta, plan.name)
     meta.files.delete_files([_tag_path(meta, plan.name)])
     if not plan.data_files and not plan.metadata_files:
         return 0, 0
@@ -536,20 +584,27 @@ class _Deleter:
 
     meta: TableMetadata
     dry_run: bool
+    success_file: bool
     deleted: list[str] = field(default_factory=list)
     data: int = 0
     metadata: int = 0
 
-    def delete(self, tag: TagInfo) -> None:
+    def delete(self, tag: TagInfo, *, notify: bool = True) -> None:
+        """notify False: Java deletes the tag file without its callbacks (success file kept)."""
         plan = _plan_delete(self.meta, tag, frozenset(self.deleted))
         if self.dry_run:
             data, metadata = len(plan.data_files), len(plan.metadata_files)
         else:
-            data, metadata = _execute_delete(self.meta, plan)
+            data, metadata = _execute_delete(self.meta, plan, self.success_file and notify)
         log.info("%sdeleted tag %s", "(dry run) " if self.dry_run else "", tag.name)
         self.deleted.append(tag.name)
         self.data += data
         self.metadata += metadata
+
+
+def _success_file(table: FileStoreTable) -> bool:
+    """tag.create-success-file, read alone: deleting needs no other tag option to be valid."""
+    return flag(table.table_schema.options, TAG_CREATE_SUCCESS_FILE)
 
 
 def _find(meta: TableMetadata, name: str) -> TagInfo:
@@ -571,7 +626,7 @@ def delete_tag(table: FileStoreTable, name: str, *, dry_run: bool = False) -> Ta
     _check_name(name)
     with transient_errors(table_unchanged=True if dry_run else None):
         meta = TableMetadata(table, table_files(table))
-        deleter = _Deleter(meta, dry_run)
+        deleter = _Deleter(meta, dry_run, _success_file(table))
         deleter.delete(_find(meta, name))
     return _result(meta, "delete", deleter, (), start)
 
@@ -621,7 +676,7 @@ def _expire_tags(
     start = time.perf_counter()
     check_supported_layout(table.table_schema, operation=TAGS)
     meta = TableMetadata(table, table_files(table))
-    deleter = _Deleter(meta, dry_run)
+    deleter = _Deleter(meta, dry_run, _success_file(table))
     _expire_by_time(deleter, _now(now))
     return _result(meta, "expire", deleter, (), start)
 
@@ -635,6 +690,7 @@ class _AutoState:
 
     next_snapshot: int
     next_tag: datetime | None
+    newest: str | None = None
 
 
 def _restore(meta: TableMetadata, handler: PeriodHandler, earliest: int) -> _AutoState:
@@ -644,7 +700,7 @@ def _restore(meta: TableMetadata, handler: PeriodHandler, earliest: int) -> _Aut
         return _AutoState(earliest, None)
     newest, when = max(auto, key=lambda tw: tw[1] or EPOCH)
     assert when is not None
-    return _AutoState(newest.snapshot_id + 1, when + handler.period)
+    return _AutoState(newest.snapshot_id + 1, when + handler.period, newest.name)
 
 
 def _tag_time(snapshot: Snapshot, options: TagOptions) -> datetime | None:
@@ -696,7 +752,7 @@ def _create_automatic_tags(
     meta = TableMetadata(table, table_files(table))
     options = TagOptions.from_table_options(table.table_schema.options)
     now = _now(now)
-    deleter = _Deleter(meta, dry_run)
+    deleter = _Deleter(meta, dry_run, options.success_file)
     created: list[str] = []
     if options.mode == "batch":
         _create_batch(meta, options, deleter, created, now)
@@ -721,6 +777,9 @@ def _create_periodic(
     if not ids:
         return
     state = _restore(meta, handler, ids[0])
+    if options.success_file and state.newest is not None and not deleter.dry_run:
+        # a run killed after its newest tag's file resumes past that tag: finish it here
+        finish_creation(meta, state.newest)
     existing = {t.name for t in _read_tags(meta)}
     for snapshot_id in (i for i in ids if i >= state.next_snapshot):
         snapshot = meta.snapshot(snapshot_id)
@@ -801,8 +860,17 @@ def _create_batch(
     remaining = [t for t in _read_tags(meta) if t.name not in deleter.deleted and t.name != name]
     remaining.append(replace_info(name, snapshot_id, snapshot.time_millis))
     remaining.sort(key=lambda t: t.snapshot_id)  # Java orders a snapshot's tags by file age
-    for tag in remaining[: max(len(remaining) - limit, 0)]:
-        deleter.delete(tag)
+    count = len(remaining)
+    for _, group in groupby(remaining, key=lambda t: t.snapshot_id):
+        of_snapshot = list(group)
+        if count - len(of_snapshot) > limit:  # deleteAllTagsOfOneSnapshot: no callbacks
+            for tag in of_snapshot:
+                deleter.delete(tag, notify=False)
+            count -= len(of_snapshot)
+            continue
+        for tag in of_snapshot[: max(count - limit, 0)]:  # deleteTag, one by one
+            deleter.delete(tag)
+        break
 
 
 def replace_info(name: str, snapshot_id: int, time_ms: int) -> TagInfo:

@@ -178,7 +178,11 @@ class TableMetadata:
     def tags(self, branch: Branch | None = None) -> list[tuple[str, Snapshot]]:
         """(name, tagged snapshot) of every tag, sorted by snapshot id."""
         directory = (branch or self.main).dir("tag")
-        names = [s.name for s in self.files.list_dir(directory) if s.name.startswith(TAG_PREFIX)]
+        names = [
+            s.name
+            for s in self.files.list_dir(directory)
+            if not s.is_dir and s.name.startswith(TAG_PREFIX)  # not tag-success-file/
+        ]
         read = parallel_map(lambda n: self.read_json(f"{directory}/{n}", Tag), names)
         tags = [
             (n[len(TAG_PREFIX) :], t.trim_to_snapshot())
