@@ -585,10 +585,10 @@ def ingest(
     if "://" not in source and not os.path.exists(source):
         raise click.BadParameter(f"{source!r} does not exist", param_hint="'--source'")
     assert shared.warehouse is not None and shared.table is not None
-    from dagster_paimon.unsupported import INGEST, check_supported_layout
+    from dagster_paimon.lsm.write.layout import check_writable
 
     # a refused table is refused before a JVM is started for it
-    check_supported_layout(table_of(shared).table_schema, operation=INGEST)
+    check_writable(table_of(shared), overwrite=mode == "overwrite")
     with _starting_session(shared, spark_master, spark_remote) as pending:
         from dagster_paimon.spark.ingest import ingest_files
 

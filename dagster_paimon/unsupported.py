@@ -47,9 +47,11 @@ from dagster_paimon.options import (
     DATA_EVOLUTION,
     DATA_FILE_EXTERNAL_PATHS_STRATEGY,
     EXTERNAL_PATH_STRATEGIES,
+    FIELDS_PREFIX,
     FILE_FORMAT,
     FILE_FORMAT_PER_LEVEL,
     ROW_TRACKING,
+    boolean,
     file_format,
     flag,
     names,
@@ -68,9 +70,11 @@ PARTITION_EXPIRY = "partition expiry"
 TAGS = "tags"
 ROLLBACK = "rollback"
 CONSUMERS = "consumers"
+OVERWRITE = "overwrite"
 OPERATIONS = (
     COMPACTION,
     INGEST,
+    OVERWRITE,
     EXPIRY,
     MANIFEST_COMPACTION,
     ORPHAN_REMOVAL,
@@ -96,14 +100,23 @@ PK_INDEX_COLUMNS = (
 FOREIGN_FORMATS = {"lance": "1.3", "vortex": "2.0", "mosaic": "2.0"}
 TYPE = "type"
 PLAIN_TABLE = "table"
+LSM_TYPES = (PLAIN_TABLE, "materialized-table")
+MANIFEST_FORMAT = "manifest.format"
+STRICT_PARTITION_TIME = "partition.timestamp-format.strict"
+PARTITION_TIME_OPTIONS = ("partition.timestamp-formatter", "partition.timestamp-pattern")
+UPSERT_KEY = "upsert-key"
 ICEBERG_STORAGE = "metadata.iceberg.storage"
 ICEBERG_COMPATIBLE = "metadata.iceberg-compatible"  # 0.9's key
 METASTORE_PARTITIONED = "metastore.partitioned-table"
 METASTORE_TAG_TO_PARTITION = "metastore.tag-to-partition"
+DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+MAP_STORAGE_LAYOUT = ".map.storage-layout"
 COMMIT_CALLBACKS = "commit.callbacks"
 TAG_CALLBACKS = "tag.callbacks"
 METASTORE = "metastore"
 FILESYSTEM = "filesystem"
+LOCK_ENABLED = "lock.enabled"
+LOCK_TYPE = "lock.type"
 
 # (what was found, e.g. "table option 'x'='true'") or None, from the schema
 Finder = Callable[[TableSchema], str | None]
@@ -197,9 +210,39 @@ def _any(*finders: Finder) -> Finder:
     return lambda schema: next((found for f in finders if (found := f(schema))), None)
 
 
+def _static_overwrite(schema: TableSchema) -> str | None:
+    """A partitioned table whose overwrites replace the whole table (the option set false)."""
+    if not schema.partition_keys or read_option(
+        schema.options, DYNAMIC_PARTITION_OVERWRITE, boolean, True
+    ):
+        return None
+    return f"table option '{DYNAMIC_PARTITION_OVERWRITE}'='false'"
+
+
+def _strict_partition_time(schema: TableSchema) -> str | None:
+    """Strict partition timestamps on a partitioned table with a formatter or pattern."""
+    if not schema.partition_keys or not flag(schema.options, STRICT_PARTITION_TIME):
+        return None
+    if not any(schema.options.get(key) for key in PARTITION_TIME_OPTIONS):
+        return None
+    return f"table option '{STRICT_PARTITION_TIME}'='true'"
+
+
+def _shredded_maps(schema: TableSchema) -> str | None:
+    """A MAP column stored in 2.0's shared-shredding layout."""
+    for field in schema.fields:
+        key = f"{FIELDS_PREFIX}{field.name}{MAP_STORAGE_LAYOUT}"
+        value = str(schema.options.get(key, "default")).strip().lower()
+        if value != "default":
+            return f"table option '{key}'={value!r}"
+    return None
+
+
 def not_a_table(schema: TableSchema) -> str | None:
-    """The `type` option of a format, object or other non-LSM table, or None for a table."""
-    return _set(TYPE, unless=PLAIN_TABLE)(schema)
+    """The `type` option of a format, object or other non-LSM table, or None for a table (a
+    materialized table is one, its query kept beside it)."""
+    value = str(schema.options.get(TYPE, PLAIN_TABLE)).strip()
+    return None if value.lower() in LSM_TYPES else f"table option '{TYPE}'={value!r}"
 
 
 def _foreign_format(schema: TableSchema) -> str | None:
@@ -319,8 +362,53 @@ def _unknown_external_strategy(schema: TableSchema) -> str | None:
 WRITES = frozenset({COMPACTION, INGEST})
 MODES = (
     Unsupported(
+        DYNAMIC_PARTITION_OVERWRITE,
+        "0.9",
+        frozenset({OVERWRITE}),
+        "with it false, Java's overwrite of a partitioned table replaces the whole table; our "
+        "overwrite replaces only the partitions the data holds",
+        "FileStoreCommitImpl.overwrite (options.dynamicPartitionOverwrite())",
+        _static_overwrite,
+    ),
+    Unsupported(
+        MANIFEST_FORMAT,
+        "0.9",
+        EVERY_OPERATION,
+        "Java reads and writes every manifest and manifest list in this format; ours are Avro "
+        "only, so a commit of ours would leave manifests Java's readers cannot read",
+        "FileFormat.manifestFormat, AbstractFileStore (manifest file factories)",
+        _set(MANIFEST_FORMAT, unless="avro"),
+    ),
+    Unsupported(
+        STRICT_PARTITION_TIME,
+        "1.4",
+        frozenset({INGEST, OVERWRITE, COMPACTION}),
+        "Java's writers refuse a partition whose values do not parse with the table's "
+        "partition timestamp formatter or pattern; ours would write it",
+        "AbstractFileStoreWrite.PartitionTimestampValidator",
+        _strict_partition_time,
+    ),
+    Unsupported(
+        UPSERT_KEY,
+        "1.3",
+        frozenset({INGEST}),
+        "Java turns an insert into such an append table into a MERGE that updates the rows of "
+        "the same key; our append would add them again",
+        "RewriteUpsertTable (paimon-spark-common)",
+        _append(_set(UPSERT_KEY)),
+    ),
+    Unsupported(
+        "MAP shared shredding",
+        "2.0",
+        WRITES,
+        "Java stores such a MAP column as a row of shared value columns, a field mapping and an "
+        "overflow map, with shredding metadata; we neither read nor write that layout",
+        "MapSharedShreddingUtils, MapSharedShreddingWritePlanFactory, ParquetFileFormat",
+        _shredded_maps,
+    ),
+    Unsupported(
         "table type",
-        "0.9 (format-table), 1.0 (object-table)",
+        "1.0",
         EVERY_OPERATION,
         "a format table is a folder of plain files (no snapshots, manifests or buckets) and an "
         "object table indexes files of another store; writing Paimon's LSM layout into either "
@@ -583,6 +671,14 @@ def check_catalog(catalog_options: Mapping[str, str]) -> None:
             "catalog keeps the table's name, location, partitions and commit lock itself, and "
             "committing beside it would leave it stale or race its writers; drop the option to "
             "open the warehouse's folder only if no metastore knows these tables"
+        )
+    locked = read_option(catalog_options, LOCK_ENABLED, boolean, None)
+    if locked or (locked is None and catalog_options.get(LOCK_TYPE)):
+        raise UnsupportedCatalogError(
+            f"catalog options '{LOCK_ENABLED}'/'{LOCK_TYPE}' ask for a catalog lock around "
+            "every commit, as Java's writers of this warehouse take it; our commits take no "
+            "lock (they rely on the store's create-if-absent), so a Java writer trusting the "
+            f"lock could overwrite one of ours; drop the options only if no writer uses a lock"
         )
 
 

@@ -37,6 +37,7 @@ from dagster_paimon.unsupported import (
     MODES,
     OPERATIONS,
     ORPHAN_REMOVAL,
+    OVERWRITE,
     PARTITION_EXPIRY,
     ROLLBACK,
     TAGS,
@@ -58,6 +59,8 @@ def _run(operation: str, warehouse: str) -> object:
         return compact_open_table(table, TableRef(warehouse, IDENTIFIER), full=True)
     if operation == INGEST:
         return ingest_arrow(table, orders_batch(9))
+    if operation == OVERWRITE:
+        return ingest_arrow(table, orders_batch(9), mode="overwrite")
     if operation == EXPIRY:
         return expire_snapshots(table, overrides=RetentionOverrides(retain_min=1, retain_max=1))
     if operation == MANIFEST_COMPACTION:
@@ -94,6 +97,8 @@ def _options(**options: str) -> Callable:
 # one table per mode of MODES, the way Java's writer would have left it
 TABLES: dict[str, Callable] = {
     "table type": _options(type="object-table"),
+    "dynamic-partition-overwrite": _options(**{"dynamic-partition-overwrite": "false"}),
+    "MAP shared shredding": _options(**{"fields.v.map.storage-layout": "shared-shredding"}),
     "Iceberg compatibility": _options(**{"metadata.iceberg.storage": "hive-catalog"}),
     "metastore partition sync": _options(**{"metastore.tag-to-partition": "dt"}),
     "commit callbacks": _options(**{"commit.callbacks": "com.example.Audit"}),

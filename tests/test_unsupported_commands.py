@@ -186,3 +186,23 @@ def test_filesystem_is_the_catalog_we_open(template, tmp_path, capsys):
         + ["--catalog-option", "metastore=filesystem"]
     )
     assert code == 0
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["lock.enabled=true"], ["lock.type=jdbc"], ["lock.type=hive", "lock.enabled=TRUE"]],
+)
+def test_a_catalog_lock_is_refused(template, tmp_path, capsys, options):
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template, warehouse)
+    flags = [f for option in options for f in ("--catalog-option", option)]
+    code = main(["compact", "--warehouse", str(warehouse), "--table", IDENTIFIER, *flags])
+    assert code == 2
+    assert "catalog lock" in capsys.readouterr().err
+
+
+def test_a_lock_switched_off_is_no_lock(template, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(template, warehouse)
+    flags = ["--catalog-option", "lock.type=jdbc", "--catalog-option", "lock.enabled=false"]
+    assert main(["health", "--warehouse", str(warehouse), "--table", IDENTIFIER, *flags]) == 0

@@ -57,6 +57,7 @@ class Census:
 
     exact: Mapping[tuple[str, str], Entry]
     patterns: tuple[Entry, ...]
+    declared: tuple[Declared, ...]
 
     def entry(self, key: str, role: str = TABLE) -> Entry | None:
         """The classification of a key as a table (or catalog) option, or None if unknown."""
@@ -101,13 +102,13 @@ def census() -> Census:
     patterns: list[Entry] = []
     for group in groups():
         role = group.get("role", TABLE)
-        for declared, keys in ((True, group.get("keys", [])), (False, group.get("undeclared", []))):
+        for listed, keys in ((True, group.get("keys", [])), (False, group.get("undeclared", []))):
             for key in keys:
                 entry = Entry(
-                    key, role, group["status"], group["note"], group.get("refusal"), declared
+                    key, role, group["status"], group["note"], group.get("refusal"), listed
                 )
                 if "*" in key:
                     patterns.append(entry)
                 else:
                     exact[(role, key)] = entry
-    return Census(exact, tuple(patterns))
+    return Census(exact, tuple(patterns), tuple(declared_keys()))

@@ -38,6 +38,9 @@ CLASSES = {
     "BitmapGlobalIndexOptions": TABLE,
     "SortedIndexOptions": TABLE,
     "LuminaVectorIndexOptions": TABLE,
+    "AvroFileFormat": TABLE,
+    "MosaicFileFormat": TABLE,
+    "CdcRecordStoreWriteOperator": TABLE,
     "CatalogOptions": CATALOG,
     "FileSystemCatalogOptions": CATALOG,
     "HiveCatalogOptions": CATALOG,
@@ -45,6 +48,11 @@ CLASSES = {
     "RESTCatalogOptions": CATALOG,
     "FlinkCatalogOptions": CATALOG,
     "SparkCatalogOptions": CATALOG,
+    "RESTCatalogInternalOptions": CATALOG,
+    "RESTTokenFileIO": CATALOG,
+    "PrivilegedCatalog": CATALOG,
+    "HadoopUtils": CATALOG,
+    "SecurityConfiguration": CATALOG,
 }
 HEADER = ("key", "role", "class", "field", "alias_of", "first", "last")
 _TOKEN = re.compile(

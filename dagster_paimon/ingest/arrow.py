@@ -38,7 +38,7 @@ def ingest_arrow(table: FileStoreTable, data: pa.Table, *, mode: str = "append")
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {list(MODES)}, got {mode!r}")
     start = time.perf_counter()
-    check_writable(table)
+    check_writable(table, overwrite=mode == "overwrite")
     layout = plan_write_layout(table.table_schema, data.schema)
     levels = read_levels(table)
     indexes = hash_indexes_at(table, levels.snapshot_id, overwrite=mode == "overwrite")

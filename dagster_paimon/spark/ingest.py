@@ -263,7 +263,7 @@ def ingest_dataframe(
         raise InvalidArgumentError(f"mode must be one of {list(MODES)}, got {mode!r}")
     start = time.perf_counter()
     table = open_table(warehouse, identifier, catalog_options)
-    check_writable(table)
+    check_writable(table, overwrite=mode == "overwrite")
     plan_write_layout(table.table_schema, to_arrow_schema(df.schema, timezone="UTC"))
     before = table.snapshot_manager().get_latest_snapshot()
     base = before.id if before else None

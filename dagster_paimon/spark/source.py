@@ -209,7 +209,7 @@ def plan_writer(
     """The driver's half of a write: check the input schema, read each bucket's maximum
     sequence number (and hash index) once, at `base_snapshot` or the latest."""
     table = ref.open()
-    check_writable(table)
+    check_writable(table, overwrite=overwrite)
     layout = plan_write_layout(table.table_schema, source)
     levels = read_levels(table, base_snapshot)
     return PaimonWriter(

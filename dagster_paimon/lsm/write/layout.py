@@ -20,7 +20,7 @@ from dagster_paimon.options import (
     ROWKIND_FIELD,
     changelog_producer,
 )
-from dagster_paimon.unsupported import INGEST, check_supported_layout
+from dagster_paimon.unsupported import INGEST, OVERWRITE, check_supported_layout
 
 ROW_KIND_COLUMN = "_row_kind"
 HIDDEN_PREFIX = "__paimon_"
@@ -191,8 +191,10 @@ def check_append_writable(schema: TableSchema) -> None:
         )
 
 
-def check_writable(table: FileStoreTable) -> None:
+def check_writable(table: FileStoreTable, *, overwrite: bool) -> None:
     """Refuse tables whose writes need files or a bucket layout we do not produce."""
+    if overwrite:
+        check_supported_layout(table.table_schema, operation=OVERWRITE)
     check_supported_layout(table.table_schema, operation=INGEST)
     if is_dynamic(table.table_schema):
         check_dynamic_writable(table.table_schema)
