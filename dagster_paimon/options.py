@@ -28,6 +28,7 @@ CHANGELOG_FILE_COMPRESSION = "changelog-file.compression"
 FILE_SUFFIX_INCLUDE_COMPRESSION = "file.suffix.include.compression"
 WRITE_BUFFER_SIZE = "write-buffer-size"
 ROWKIND_FIELD = "rowkind.field"
+PARTITION_DEFAULT_NAME = "partition.default-name"
 IGNORE_UPDATE_BEFORE = "ignore-update-before"
 
 MERGE_ENGINE = "merge-engine"

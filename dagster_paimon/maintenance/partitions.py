@@ -52,8 +52,14 @@ from dagster_paimon.maintenance.partition_time import (
     PartitionTimeExtractor,
     UnparseableTime,
 )
-from dagster_paimon.options import at_least, choice, duration_ms, read_option
-from dagster_paimon.partition import Partition
+from dagster_paimon.options import (
+    PARTITION_DEFAULT_NAME,
+    at_least,
+    choice,
+    duration_ms,
+    read_option,
+)
+from dagster_paimon.partition import DEFAULT_PARTITION_NAME, Partition
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timedelta_ms
 from dagster_paimon.storage.pool import parallel_map
 from dagster_paimon.unsupported import PARTITION_EXPIRY, check_supported_layout
@@ -285,9 +291,10 @@ def _value_text(value: object) -> str:
     return str(value)
 
 
-def _sort_key(p: Partition) -> str:
-    """Java sorts expired partitions by their values joined with ',' as one string."""
-    return ",".join(p.spec.values())
+def _sort_key(p: Partition, default_name: str) -> str:
+    """Java sorts expired partitions by their values joined with ',' as one string, a null
+    value spelled as `partition.default-name` (PartitionExpireStrategy.toPartitionValue)."""
+    return ",".join(default_name if v is None else str(v) for v in p.values)
 
 
 def _select(
@@ -367,7 +374,8 @@ def _plan(
     latest = table.snapshot_manager().get_latest_snapshot()
     states = partition_states(table, latest)
     expired, skipped = _select(states, config, expire_before)
-    expired.sort(key=_sort_key)
+    default_name = str(schema.options.get(PARTITION_DEFAULT_NAME, DEFAULT_PARTITION_NAME))
+    expired.sort(key=lambda p: _sort_key(p, default_name))
     chosen = expired[: config.max_num]
     log.info(
         "%s: %d of %d partitions expired by %s before %s (%d skipped, %d past max-num)",

@@ -20,7 +20,12 @@ from dagster_paimon.maintenance.partition_time import (
     UnparseableTime,
     parse_default,
 )
-from dagster_paimon.maintenance.partitions import partition_states, plan_partition_expiry
+from dagster_paimon.maintenance.partitions import (
+    _sort_key,
+    partition_states,
+    plan_partition_expiry,
+)
+from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.resolve import OVERWRITE
 from dagster_paimon.table import TableSpec, create_table, open_catalog, open_table
 from tests.conftest import data_files_on_disk, write_with_pypaimon
@@ -414,3 +419,15 @@ def test_pattern_replaces_every_key():
     extractor = PartitionTimeExtractor.of("$dt $hour:00:00", None)
     assert extractor.extract(["dt", "hour"], ["2024-01-05", "7"]) == datetime(2024, 1, 5, 7)
     assert PartitionTimeExtractor.of(None, None).text(["a", "b"], ["x", "y"]) == "x"
+
+
+def test_expired_partitions_sort_a_null_value_by_the_default_name_option():
+    """PartitionExpireStrategy.toPartitionValue: null is partition.default-name, blank stays."""
+    parts = [Partition(("b",)), Partition((None,)), Partition(("",)), Partition(("z",))]
+    assert sorted(parts, key=lambda p: _sort_key(p, "a-null")) == [
+        Partition(("",)),
+        Partition((None,)),
+        Partition(("b",)),
+        Partition(("z",)),
+    ]
+    assert sorted(parts, key=lambda p: _sort_key(p, "zz"))[-1] == Partition((None,))

@@ -109,12 +109,13 @@ def bucket_count(
         )
     if known:
         return known.pop()
-    default = read_option(options, POSTPONE_DEFAULT_BUCKET_NUM, at_least(1), None)
-    if default is not None:
-        return default
+    # PostponeUtils.determineBucketNum: the row target first, then the default bucket number
     rows = read_option(options, POSTPONE_TARGET_ROW_NUM, at_least(1), None)
     if rows is not None:
         return _per_bucket(sum(f.row_count for f in parked), rows)
+    default = read_option(options, POSTPONE_DEFAULT_BUCKET_NUM, at_least(1), None)
+    if default is not None:
+        return default
     size = read_option(options, POSTPONE_TARGET_SIZE, memory_bytes, DEFAULT_TARGET_SIZE)
     if size <= 0:
         raise InvalidOptionError(f"table option '{POSTPONE_TARGET_SIZE}' must be greater than 0")

@@ -150,6 +150,17 @@ def test_target_row_count_estimates_the_bucket_count(warehouse):
     assert pypaimon_rows(warehouse) == rust_rows(warehouse) == model.rows
 
 
+def test_the_row_target_wins_over_the_default_bucket_count(warehouse):
+    """PostponeUtils.determineBucketNum: a partition's known count, then the row target, then
+    postpone.default-bucket-num."""
+    make_table(
+        warehouse,
+        **{"postpone.target-row-num-per-bucket": "4", "postpone.default-bucket-num": "7"},
+    )
+    Model().write(warehouse, batch(range(20), "x"))
+    assert {m.num_buckets for m in compact(warehouse).moves} == {3}
+
+
 def test_later_moves_keep_the_partition_bucket_count_and_sequence_order(warehouse):
     """A partition with real buckets keeps their count; moved rows override older values."""
     make_table(warehouse, **{"postpone.default-bucket-num": "2"})
