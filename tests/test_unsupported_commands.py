@@ -168,10 +168,8 @@ def test_a_catalog_other_than_a_folder_is_refused_before_it_is_opened(
     before = _contents(str(warehouse))
     for command in (["health"], ["compact"], ["tables"]):
         table = [] if command == ["tables"] else ["--table", IDENTIFIER]
-        code = main(
-            [*command, "--warehouse", str(warehouse), *table]
-            + ["--catalog-option", f"metastore={metastore}"]
-        )
+        flags = ["--catalog-option", f"metastore={metastore}"]
+        code = main([*command, "--warehouse", str(warehouse), *table, *flags])
         err = capsys.readouterr().err
         assert code == 2
         assert f"'metastore'='{metastore.lower()}'" in err
@@ -181,10 +179,8 @@ def test_a_catalog_other_than_a_folder_is_refused_before_it_is_opened(
 def test_filesystem_is_the_catalog_we_open(template, tmp_path, capsys):
     warehouse = tmp_path / "warehouse"
     shutil.copytree(template, warehouse)
-    code = main(
-        ["health", "--warehouse", str(warehouse), "--table", IDENTIFIER]
-        + ["--catalog-option", "metastore=filesystem"]
-    )
+    flags = ["--catalog-option", "metastore=filesystem"]
+    code = main(["health", "--warehouse", str(warehouse), "--table", IDENTIFIER, *flags])
     assert code == 0
 
 
