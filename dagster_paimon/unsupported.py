@@ -688,7 +688,7 @@ def check_supported_layout(schema: TableSchema, *, operation: str) -> None:
         raise InvalidArgumentError(
             f"operation must be one of {list(OPERATIONS)}, got {operation!r}"
         )
-    refused = [(m, found) for m, found in unsupported_modes(schema) if operation in m.operations]
+    refused = refusals(schema, operation)
     if refused:
         reasons = "; ".join(f"{found} (Paimon {m.since}): {m.why}" for m, found in refused)
         raise UnsupportedLayoutError(
@@ -705,6 +705,11 @@ def check_supported_layout(schema: TableSchema, *, operation: str) -> None:
             ", ".join(unknown),
             operation,
         )
+
+
+def refusals(schema: TableSchema, operation: str) -> list[tuple[Unsupported, str]]:
+    """The modes the table uses that refuse `operation`, with what was found (none: it runs)."""
+    return [(m, found) for m, found in unsupported_modes(schema) if operation in m.operations]
 
 
 def unknown_options(schema: TableSchema) -> list[str]:

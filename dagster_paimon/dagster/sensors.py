@@ -41,6 +41,7 @@ from dagster_paimon.snapshot.resolve import read_snapshot
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.pool import parallel_map
 from dagster_paimon.storage.warehouse import table_files
+from dagster_paimon.unsupported import COMPACTION, Unsupported, refusals
 
 if TYPE_CHECKING:
     # what define_asset_job returns; dagster exports no public name for it
@@ -204,6 +205,8 @@ def build_compaction_sensor(
         except TransientStoreError as e:
             e.judge(True)  # a tick only reads
             return SkipReason(f"{spec.identifier} unreadable this tick (next one retries): {e}")
+        if refused := refusals(levels.schema, COMPACTION):
+            return SkipReason(f"{spec.identifier} is not compacted: {_found(refused)}")
         cursor = SensorCursor.parse(context.cursor)
         snapshot = levels.snapshot_id or 0
         busy = _in_flight_by_job(context).get(job.name, set())
@@ -219,6 +222,11 @@ def build_compaction_sensor(
         return SensorResult(run_requests=requests, cursor=cursor.dump())
 
     return compaction_sensor
+
+
+def _found(refused: Sequence[tuple[Unsupported, str]]) -> str:
+    """The options of the modes that refuse compaction, for a skip reason."""
+    return "; ".join(f"{found} (see docs/options.md)" for _, found in refused)
 
 
 SNAPSHOT_FILE = re.compile(r"snapshot-(\d+)$")
@@ -316,6 +324,7 @@ def build_warehouse_sensor(
         events: list[AssetObservation] = []
         additions: list[AddDynamicPartitionsRequest] = []
         missing: list[str] = []
+        not_compacted: list[str] = []
 
         try:
             catalogs = {
@@ -354,6 +363,9 @@ def build_warehouse_sensor(
             events.append(
                 AssetObservation(asset_key=spec.asset_key, metadata=metric_metadata(metrics))
             )
+            if refused := refusals(levels.schema, COMPACTION):
+                not_compacted.append(f"{spec.identifier} ({_found(refused)})")
+                continue
             keys = {}
             if isinstance(spec.partitions_def, DynamicPartitionsDefinition):
                 keys = {
@@ -382,6 +394,8 @@ def build_warehouse_sensor(
             requests += found
         if missing:
             context.log.warning(f"tables not readable this tick: {missing}")
+        if not_compacted:
+            context.log.info(f"tables whose compaction dagster-paimon refuses: {not_compacted}")
         if requests:
             shown = ", ".join(r.run_key or "" for r in requests[:10])
             more = f" and {len(requests) - 10} more" if len(requests) > 10 else ""

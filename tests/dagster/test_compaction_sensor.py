@@ -199,3 +199,25 @@ def test_deletion_vector_tables_are_compacted_as_soon_as_level0_has_a_file(wareh
     )
     assert outcome.success
     assert len(read_rows(table)) == 20
+
+
+def test_sensor_requests_no_compaction_dagster_paimon_refuses(warehouse_resource):
+    refused = PaimonTableSpec(
+        "shop",
+        "iceberg_events",
+        SCHEMA,
+        ("dt", "id"),
+        1,
+        ("dt",),
+        {"num-sorted-run.compaction-trigger": "3", "metadata.iceberg.storage": "table-location"},
+        partitions_def=DAYS,
+    )
+    table = warehouse_resource.create_table(refused)
+    write_day(table, "2024-01-01", 5)
+    job = define_asset_job("compact_iceberg_events", selection=[refused.compaction_asset_key])
+    result = sensor_tick(
+        build_compaction_sensor(refused, job), warehouse_resource, DagsterInstance.ephemeral()
+    )
+    assert not getattr(result, "run_requests", None)
+    reason = str(getattr(result, "skip_message", None) or result)
+    assert "'metadata.iceberg.storage'='table-location'" in reason
