@@ -392,12 +392,13 @@ def health(shared: Shared, partition: dict[str, str] | None) -> tuple[dict, str]
     ("kind": "primary-key") reports its LSM trees: files, level-0 files, sorted runs, size
     amplification. An append table ("kind": "append") reports files, small files (below
     target-file-size x compaction.small-file-ratio), bytes, rows and rows deletion vectors
-    delete."""
-    from dagster_paimon.lsm.model.levels import read_levels
+    delete. Either kind names, under "conflicting_compactors" (null when none), other writers
+    whose COMPACT snapshots are among the table's newest while it is not write-only."""
+    from dagster_paimon.lsm.model.levels import table_health
     from dagster_paimon.unsupported import unsupported_modes
 
     table = table_of(shared)
-    report = read_levels(table, partition=partition).health_report()
+    report = table_health(table, partition)
     unsupported = [found for _, found in unsupported_modes(table.table_schema)]
     summary = report.summary()
     if unsupported:
