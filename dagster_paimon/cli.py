@@ -408,11 +408,12 @@ def health(shared: Shared, partition: dict[str, str] | None) -> tuple[dict, str]
     ("kind": "primary-key") reports its LSM trees: files, level-0 files, sorted runs, size
     amplification. An append table ("kind": "append") reports files, small files (below
     target-file-size x compaction.small-file-ratio), bytes, rows and rows deletion vectors
-    delete."""
-    from dagster_paimon.lsm.model.levels import read_levels
+    delete. Either kind names, under "conflicting_compactors" (null when none), other writers
+    whose COMPACT snapshots are among the table's newest while it is not write-only."""
+    from dagster_paimon.lsm.model.levels import table_health
 
     table = table_of(shared)
-    report = read_levels(table, partition=partition).health_report()
+    report = table_health(table, partition)
     return _with_findings(table, report.to_dict(), report.summary())
 
 

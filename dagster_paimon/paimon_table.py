@@ -29,7 +29,7 @@ from dagster_paimon.lsm.compaction import (
     rescale_open_table,
 )
 from dagster_paimon.lsm.model.append_health import Health
-from dagster_paimon.lsm.model.levels import TableLevels, read_levels
+from dagster_paimon.lsm.model.levels import TableLevels, read_levels, table_health
 from dagster_paimon.maintenance.consumers import (
     ConsumerList,
     ConsumerRemovalResult,
@@ -188,12 +188,15 @@ class PaimonTable:
     def health(self, *, partition: Mapping[str, str] | None = None) -> Health:
         """What decides a compaction, per bucket: sorted runs and size amplification of a
         primary-key table (TableHealth), files and small files of an append table
-        (AppendTableHealth); `kind` says which.
+        (AppendTableHealth); `kind` says which. `conflicting_compactors` names other writers
+        that compacted the table recently while it is not write-only (their commits fail
+        beside ours; lsm/model/compactors.py), None when there are none.
 
         The same report as `dagster-paimon health`. Raises InvalidArgumentError (a partition
         spec naming columns that are not partition keys), InvalidOptionError.
         """
-        return self.levels(partition=partition).health_report()
+        table = self.paimon
+        return table_health(table, _partition(table, partition))
 
     def compact(
         self,

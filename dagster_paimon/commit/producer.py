@@ -23,6 +23,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.carried import inherited_statistics, snapshot_properties
+from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import CommitConflictError, transient_cause
 from dagster_paimon.failpoints import (
     AFTER_SNAPSHOT,
@@ -86,6 +87,8 @@ class SnapshotProducer:
     """
 
     kind: ClassVar[str]
+    # what the default commit user names (new_commit_user): "compact", "rescale", ...
+    operation: ClassVar[str]
     # whether committing the same change twice leaves the table as committing it once (a
     # compaction does; an append to an aggregation table does not)
     idempotent: ClassVar[bool] = True
@@ -100,7 +103,7 @@ class SnapshotProducer:
         snapshot_writer: SnapshotWriter = create_snapshot_if_absent,
     ):
         self.table = table
-        self.commit_user = commit_user or str(uuid.uuid4())
+        self.commit_user = commit_user or new_commit_user(self.operation)
         self.identifier = identifier if identifier is not None else time.time_ns()
         self.max_retries = max_retries
         self.snapshot_writer = snapshot_writer

@@ -152,6 +152,7 @@ class AppendProducer(SnapshotProducer):
     """
 
     kind = APPEND
+    operation = "ingest"
     idempotent = False
     live_stats: ClassVar[bool] = False
 
@@ -242,6 +243,7 @@ class OverwriteProducer(AppendProducer):
     """New files replacing every file of some partitions (Java's OVERWRITE commit)."""
 
     kind = OVERWRITE
+    operation = "overwrite"
     idempotent = True  # replacing partitions with the same files twice leaves them as once
     live_stats = True  # its DELETE entries re-write the files' metadata in full
 
@@ -284,6 +286,7 @@ class CompactProducer(SnapshotProducer):
     """
 
     kind = COMPACT
+    operation = "compact"
 
     def __init__(
         self,
@@ -347,6 +350,7 @@ class ManifestCompactProducer(SnapshotProducer):
     """A merged base manifest list and an empty delta: contents unchanged (Java's COMPACT)."""
 
     kind = COMPACT
+    operation = "compact-manifests"
 
     def __init__(self, table: FileStoreTable, merge: ManifestMerge, **kwargs):
         super().__init__(table, **kwargs)

@@ -1,6 +1,8 @@
 """Each table's health check: `lsm_health` (sorted runs and size amplification against Paimon's
 limits) on a primary-key table, `small_files` (what Paimon's append compaction would rewrite) on
-an append table."""
+an append table. Either warns when another writer compacts the table beside us (it is not
+write-only and a foreign commit user wrote a recent COMPACT snapshot): both compacting makes that
+writer's commits fail and its job restart, which a WARN brings to the operator's eye."""
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -13,6 +15,7 @@ from dagster import (
 from dagster_paimon.dagster.metadata import health_metadata
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.compaction import plan_append_tasks
+from dagster_paimon.lsm.model.compactors import ConflictingCompactors, conflicting_compactors
 from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 
@@ -20,8 +23,14 @@ LSM_HEALTH_CHECK = "lsm_health"
 SMALL_FILES_CHECK = "small_files"
 
 
+def compactor_warnings(compactors: ConflictingCompactors | None) -> list[str]:
+    """The warning a conflicting compactor adds to a check, whatever else it found."""
+    return [compactors.warning()] if compactors is not None else []
+
+
 def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) -> AssetCheckResult:
-    """Warn above the compaction trigger; fail above the stop trigger or the size-amp limit."""
+    """Warn above the compaction trigger or beside another compactor; fail above the stop
+    trigger or the size-amp limit."""
     aggregate = health.aggregate()
     runs, amp = aggregate["max_sorted_runs"], aggregate["max_size_amplification_percent"]
     problems = []
@@ -39,32 +48,37 @@ def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) 
             f"{aggregate['postponed_rows']} rows in {aggregate['postponed_files']} postpone-bucket "
             "files are invisible to readers until a compaction moves them into real buckets"
         )
+    found = (problems or warnings) + compactor_warnings(health.conflicting_compactors)
     return AssetCheckResult(
-        passed=not problems and not warnings,
+        passed=not found,
         severity=AssetCheckSeverity.ERROR if problems else AssetCheckSeverity.WARN,
-        description="; ".join(problems or warnings) or "LSM trees within Paimon's limits",
+        description="; ".join(found) or "LSM trees within Paimon's limits",
         metadata=health_metadata(health),
     )
 
 
-def evaluate_small_files(levels: TableLevels) -> AssetCheckResult:
-    """Warn where Paimon's append compaction would rewrite files now (an append table has no
-    write stall to fail on)."""
+def evaluate_small_files(
+    levels: TableLevels, compactors: ConflictingCompactors | None = None
+) -> AssetCheckResult:
+    """Warn where Paimon's append compaction would rewrite files now, or beside another
+    compactor (an append table has no write stall to fail on)."""
     assert levels.schema is not None  # an append table has a schema
     tasks = plan_append_tasks(levels, levels.schema.options)
     due = sorted({t.partition.label() for t in tasks})
     files = sum(len(t.files) for t in tasks)
-    return AssetCheckResult(
-        passed=not tasks,
-        severity=AssetCheckSeverity.WARN,
-        description=(
+    found = compactor_warnings(compactors)
+    if tasks:
+        found.insert(
+            0,
             f"{files} small files in {len(due)} partitions are due for compaction: "
             + ", ".join(due[:10])
-            + (f" and {len(due) - 10} more" if len(due) > 10 else "")
-            if tasks
-            else "no files due for compaction"
-        ),
-        metadata=health_metadata(levels.append_health()),
+            + (f" and {len(due) - 10} more" if len(due) > 10 else ""),
+        )
+    return AssetCheckResult(
+        passed=not found,
+        severity=AssetCheckSeverity.WARN,
+        description="; ".join(found) or "no files due for compaction",
+        metadata=health_metadata(levels.append_health(compactors)),
     )
 
 
@@ -86,9 +100,9 @@ def build_small_files_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
         required_resource_keys={spec.warehouse_key},
     )
     def small_files(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        return evaluate_small_files(
-            read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
-        )
+        table = spec.warehouse(context.resources).open_table(spec.identifier)
+        levels = read_levels(table)
+        return evaluate_small_files(levels, conflicting_compactors(table, levels.snapshot_id))
 
     return small_files
 
@@ -106,10 +120,11 @@ def build_lsm_health_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
         required_resource_keys={spec.warehouse_key},
     )
     def lsm_health(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        levels = read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
+        table = spec.warehouse(context.resources).open_table(spec.identifier)
+        levels = read_levels(table)
         options = levels.options
         return evaluate_health(
-            levels.health(),
+            levels.health(conflicting_compactors(table, levels.snapshot_id)),
             options.num_sorted_run_compaction_trigger,
             options.num_sorted_run_stop_trigger,
             options.max_size_amplification_percent,

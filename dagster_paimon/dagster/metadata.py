@@ -45,8 +45,12 @@ def result_metadata(result: Reported) -> dict[str, Any]:
 
 
 def health_metadata(health: Health) -> dict[str, Any]:
-    """Health metrics plus a per-bucket table for the UI."""
+    """Health metrics plus a per-bucket table for the UI, and the writers compacting the table
+    beside us when there are any."""
     rows = [b.to_dict() for b in health.buckets]
     values = metric_metadata(health.metrics())
     values[f"{NAMESPACE}buckets"] = MetadataValue.json(rows[:200])
+    if health.conflicting_compactors is not None:
+        compactors = health.conflicting_compactors.to_dict()
+        values[f"{NAMESPACE}conflicting_compactors"] = MetadataValue.json(compactors)
     return values

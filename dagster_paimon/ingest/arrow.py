@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-import uuid
 
 import pyarrow as pa
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.ingest.result import IngestResult
@@ -58,7 +58,7 @@ def ingest_arrow(table: FileStoreTable, data: pa.Table, *, mode: str = "append")
         table,
         writes,
         overwrite=overwrite,
-        commit_user=f"dagster-paimon-ingest-{uuid.uuid4()}",
+        commit_user=new_commit_user("ingest"),
         identifier=time.time_ns(),
     )
     snapshot = outcome.snapshot if outcome else None

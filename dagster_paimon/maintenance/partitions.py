@@ -39,6 +39,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import OverwriteProducer
+from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import (
     CorruptMetadataError,
     InvalidArgumentError,
@@ -413,7 +414,9 @@ def execute_partition_expiry(
     result = replace(plan.preview(), dry_run=False)
     committed: list[int] = []
     for batch in plan.batches:
-        producer = OverwriteProducer(table, [], partitions=batch)
+        producer = OverwriteProducer(
+            table, [], partitions=batch, commit_user=new_commit_user("expire-partitions")
+        )
         if producer.is_empty(table.snapshot_manager().get_latest_snapshot()):
             log.info(
                 "%s: partitions %s have no live file left",

@@ -10,6 +10,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import CorruptFileError, SnapshotNotFoundError
+from dagster_paimon.storage.pool import parallel_map
 
 APPEND, OVERWRITE, COMPACT = "APPEND", "OVERWRITE", "COMPACT"
 
@@ -52,6 +53,20 @@ def read_snapshot(table: FileStoreTable, snapshot_id: int) -> Snapshot | None:
     """One snapshot, or None when it does not exist."""
     path = table.snapshot_manager().get_snapshot_path(snapshot_id)
     return read_json(table.file_io, path, Snapshot)
+
+
+def recent_snapshots(table: FileStoreTable, newest: int | None, count: int) -> list[Snapshot]:
+    """Up to `count` snapshots from `newest` down, newest first, ending where one has expired:
+    `count` snapshot-file reads in parallel (GETs on an object store), no manifest."""
+    if newest is None:
+        return []
+    ids = list(range(newest, max(newest - count, 0), -1))
+    recent: list[Snapshot] = []
+    for snapshot in parallel_map(lambda i: read_snapshot(table, i), ids):
+        if snapshot is None:  # expired: every older one is too
+            break
+        recent.append(snapshot)
+    return recent
 
 
 def resolve_snapshot(table: FileStoreTable, snapshot_id: int | None) -> Snapshot | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import pickle
 import re
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
@@ -26,6 +25,7 @@ from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from dagster_paimon import errors
+from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.ingest.arrow import MODES
 from dagster_paimon.ingest.result import IngestResult
@@ -276,7 +276,7 @@ def ingest_dataframe(
         to_arrow_schema(frame.schema, timezone="UTC"),
         base_snapshot=base,
         overwrite=overwrite,
-        commit_user=f"dagster-paimon-ingest-{uuid.uuid4()}",
+        commit_user=new_commit_user("ingest"),
     )
     tag = f"ingest {identifier}".replace(",", " ")  # Spark tags cannot hold commas
     spark.addTag(tag)  # names the jobs in the UI, on classic and Connect alike

@@ -31,6 +31,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
+from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import InvalidArgumentError, SchemaMismatchError
 from dagster_paimon.ingest.commit import commit_ingest, discard_writes
 from dagster_paimon.io.kv import value_schema
@@ -284,7 +285,7 @@ class PaimonDataSource(DataSource):
             to_arrow_schema(schema, timezone="UTC"),
             base_snapshot=int(pinned) if pinned else None,
             overwrite=overwrite,
-            commit_user=str(self.options.get(COMMIT_USER_OPTION) or uuid.uuid4()),
+            commit_user=str(self.options.get(COMMIT_USER_OPTION) or new_commit_user("write")),
         )
 
 

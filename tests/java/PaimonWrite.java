@@ -34,6 +34,9 @@ import java.io.InputStreamReader;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
@@ -55,11 +58,13 @@ import java.util.Map;
  * compaction of every bucket (of a write-only table by a dedicated compaction job, as Flink runs
  * one, with write-only switched off); or {"addColumn": [name, type]}, a schema change through the
  * catalog (the writer then restarts on the new schema); or {"tag": name}, a tag of the latest
- * snapshot. A stream job waits for its compaction at each commit where Flink's sink does
+ * snapshot; or {"await": dir}, a pause that creates dir/ready and waits for dir/go (another
+ * process changes the table meanwhile, the writer keeping its state). A stream job waits for its compaction at each commit where Flink's sink does
  * (lookup-based tables). Dynamic-bucket primary-key tables (bucket -1) get their buckets from
  * Paimon's HashBucketAssigner (an append table with bucket -1 is unaware-bucket: written as is),
  * as Flink's dynamic-bucket sink assigns them.
- * Prints one line per step: {"step": N, "messages": M, "snapshot": latest snapshot id or null}.
+ * Prints one line per step: {"step": N, "messages": M, "snapshot": latest snapshot id or null,
+ * "commitUser": the stream job's commit user, or null in batch mode}.
  *
  * <p>With the single argument --jobs, each stdin line is one table's job instead, {"warehouse":
  * ..., "database": ..., "table": ..., "mode": ..., "spec": {...} or absent, "steps": [...]}, run
@@ -140,12 +145,16 @@ public class PaimonWrite {
                     writer = new Writer(catalog, id, stream);
                 } else if (parsed.isObject() && parsed.has("tag")) {
                     writer.table.createTag(parsed.get("tag").asText());
+                } else if (parsed.isObject() && parsed.has("await")) {
+                    await(Paths.get(parsed.get("await").asText()));
                 } else if (parsed.isTextual() && parsed.asText().equals("compact")) {
                     messages = writer.compact();
                 } else {
                     messages = writer.write(parsed);
                 }
                 Long latest = writer.table.snapshotManager().latestSnapshotId();
+                String user =
+                        stream ? JSON.writeValueAsString(writer.builder.commitUser()) : "null";
                 System.out.println(
                         prefix
                                 + "\"step\":"
@@ -154,10 +163,20 @@ public class PaimonWrite {
                                 + messages
                                 + ",\"snapshot\":"
                                 + latest
+                                + ",\"commitUser\":"
+                                + user
                                 + "}");
             }
         } finally {
             writer.close();
+        }
+    }
+
+    /** Signal dir/ready, then wait until another process creates dir/go. */
+    private static void await(Path dir) throws Exception {
+        Files.createFile(dir.resolve("ready"));
+        while (!Files.exists(dir.resolve("go"))) {
+            Thread.sleep(20);
         }
     }
 

@@ -194,6 +194,8 @@ class RescaleProducer(OverwriteProducer):
     levels, leaving the rows as they were, is not one here).
     """
 
+    operation = "rescale"
+
     def __init__(self, *args: Any, read_files: frozenset[str], **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.read_files = read_files

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 
+from dagster_paimon.lsm.model.compactors import ConflictingCompactors
 from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.results import DETAIL, METRIC, Reported
 from dagster_paimon.table import APPEND
@@ -111,6 +112,7 @@ class AppendTableHealth(Reported):
     snapshot_id: int | None
     small_file_bytes: int
     buckets: list[AppendBucketHealth]
+    conflicting_compactors: ConflictingCompactors | None = None
 
     kind: ClassVar[str] = APPEND
     FIELDS = {
@@ -120,6 +122,7 @@ class AppendTableHealth(Reported):
         "small_file_bytes": DETAIL,
         "buckets": DETAIL,
         "totals": METRIC,
+        "conflicting_compactors": DETAIL,
     }
 
     @property
@@ -157,6 +160,8 @@ class AppendTableHealth(Reported):
             f"{self.small_file_bytes} bytes), {s['total_bytes']} bytes, "
             f"{s['deleted_rows']} of {s['rows']} rows deleted by deletion vectors"
         )
+        if self.conflicting_compactors is not None:
+            lines.append(self.conflicting_compactors.warning())
         return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from dagster_paimon.lsm.model.compactors import ConflictingCompactors
 from dagster_paimon.lsm.model.runs import LevelSortedRun, run_size
 from dagster_paimon.options import POSTPONE_BUCKET
 from dagster_paimon.results import DETAIL, METRIC, Reported
@@ -160,6 +161,7 @@ class TableHealth(Reported):
     table: str
     snapshot_id: int | None
     buckets: list[BucketHealth]
+    conflicting_compactors: ConflictingCompactors | None = None
 
     kind: ClassVar[str] = PRIMARY_KEY
     FIELDS = {
@@ -168,6 +170,7 @@ class TableHealth(Reported):
         "snapshot_id": METRIC,
         "buckets": DETAIL,
         "totals": METRIC,
+        "conflicting_compactors": DETAIL,
     }
 
     @property
@@ -212,4 +215,6 @@ class TableHealth(Reported):
                 f"{s['postponed_rows']} rows in {s['postponed_files']} postpone-bucket files wait "
                 "for a compaction to move them into real buckets"
             )
+        if self.conflicting_compactors is not None:
+            lines.append(self.conflicting_compactors.warning())
         return "\n".join(lines)
