@@ -70,6 +70,7 @@ ROW_TRACKING = "row-tracking.enabled"
 DATA_EVOLUTION = "data-evolution.enabled"
 CLUSTERING_INCREMENTAL = "clustering.incremental"
 WRITE_ONLY = "write-only"
+WRITE_ONLY_FALLBACKS = ("write.compaction-skip",)  # its old name, still honoured
 SEQUENCE_NUMBER_INIT_MODE = "write.sequence-number-init-mode"
 CHANGELOG_PRODUCER = "changelog-producer"
 DELETION_VECTORS = "deletion-vectors.enabled"

@@ -20,7 +20,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.users import is_ours
-from dagster_paimon.options import WRITE_ONLY, flag
+from dagster_paimon.options import WRITE_ONLY, WRITE_ONLY_FALLBACKS, flag
 from dagster_paimon.results import DETAIL, Reported
 from dagster_paimon.snapshot.resolve import COMPACT, recent_snapshots
 
@@ -95,6 +95,6 @@ def conflicting_compactors(
 ) -> ConflictingCompactors | None:
     """Writers compacting the table beside us, in the `window` snapshots up to `snapshot_id`;
     None for a write-only table, whose writers leave compaction to us."""
-    if flag(table.table_schema.options, WRITE_ONLY):
+    if flag(table.table_schema.options, WRITE_ONLY, WRITE_ONLY_FALLBACKS):
         return None
     return ConflictingCompactors.among(recent_snapshots(table, snapshot_id, window))

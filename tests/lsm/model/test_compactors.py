@@ -136,8 +136,9 @@ def test_the_scan_reads_the_newest_window_and_stops_where_snapshots_expired(
     assert recent_snapshots(table.paimon, None, RECENT_SNAPSHOTS) == []
 
 
-def test_a_write_only_table_is_not_scanned(warehouse, counted_reads):
-    table = create_table(warehouse, orders_spec(**{"write-only": "true"}))
+@pytest.mark.parametrize("key", ["write-only", "write.compaction-skip"])
+def test_a_write_only_table_is_not_scanned(warehouse, counted_reads, key):
+    table = create_table(warehouse, orders_spec(**{key: "true"}))
     write_with_pypaimon(table, orders_batch(0))
     assert conflicting_compactors(table, 1) is None
     assert counted_reads == []
