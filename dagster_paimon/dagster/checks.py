@@ -4,22 +4,28 @@ an append table. Either warns when another writer compacts the table beside us (
 write-only and a foreign commit user wrote a recent COMPACT snapshot): both compacting makes that
 writer's commits fail and its job restart, which a WARN brings to the operator's eye."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetChecksDefinition,
     AssetCheckSeverity,
+    MetadataValue,
     asset_check,
 )
 
-from dagster_paimon.dagster.metadata import health_metadata
+from dagster_paimon.dagster.metadata import NAMESPACE, health_metadata
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.lsm.compaction import plan_append_tasks
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors, conflicting_compactors
 from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
+from dagster_paimon.unsupported import option_findings
 
 LSM_HEALTH_CHECK = "lsm_health"
+NO_FINDINGS: Mapping[str, list[str]] = {}
 SMALL_FILES_CHECK = "small_files"
 
 
@@ -28,7 +34,34 @@ def compactor_warnings(compactors: ConflictingCompactors | None) -> list[str]:
     return [compactors.warning()] if compactors is not None else []
 
 
-def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) -> AssetCheckResult:
+def census_warnings(findings: Mapping[str, list[str]]) -> list[str]:
+    """What the option census finds in the table's options (unsupported.option_findings), as
+    warnings: the modes whose operations dagster-paimon refuses, the keys it does not know."""
+    found = []
+    if findings.get("unsupported"):
+        found.append(
+            "dagster-paimon refuses some operations: " + "; ".join(findings["unsupported"])
+        )
+    if findings.get("unknown_options"):
+        found.append(
+            "options the census does not know (operations warn): "
+            + ", ".join(findings["unknown_options"])
+        )
+    return found
+
+
+def _census_metadata(findings: Mapping[str, list[str]]) -> dict[str, Any]:
+    """The census findings as check metadata, only when there are some."""
+    return {f"{NAMESPACE}{k}": MetadataValue.json(v) for k, v in findings.items() if v}
+
+
+def evaluate_health(
+    health: TableHealth,
+    trigger: int,
+    stop: int,
+    max_amp: int,
+    findings: Mapping[str, list[str]] = NO_FINDINGS,
+) -> AssetCheckResult:
     """Warn above the compaction trigger or beside another compactor; fail above the stop
     trigger or the size-amp limit."""
     aggregate = health.aggregate()
@@ -48,17 +81,23 @@ def evaluate_health(health: TableHealth, trigger: int, stop: int, max_amp: int) 
             f"{aggregate['postponed_rows']} rows in {aggregate['postponed_files']} postpone-bucket "
             "files are invisible to readers until a compaction moves them into real buckets"
         )
-    found = (problems or warnings) + compactor_warnings(health.conflicting_compactors)
+    found = (
+        (problems or warnings)
+        + compactor_warnings(health.conflicting_compactors)
+        + census_warnings(findings)
+    )
     return AssetCheckResult(
         passed=not found,
         severity=AssetCheckSeverity.ERROR if problems else AssetCheckSeverity.WARN,
         description="; ".join(found) or "LSM trees within Paimon's limits",
-        metadata=health_metadata(health),
+        metadata={**health_metadata(health), **_census_metadata(findings)},
     )
 
 
 def evaluate_small_files(
-    levels: TableLevels, compactors: ConflictingCompactors | None = None
+    levels: TableLevels,
+    compactors: ConflictingCompactors | None = None,
+    findings: Mapping[str, list[str]] = NO_FINDINGS,
 ) -> AssetCheckResult:
     """Warn where Paimon's append compaction would rewrite files now, or beside another
     compactor (an append table has no write stall to fail on)."""
@@ -66,7 +105,7 @@ def evaluate_small_files(
     tasks = plan_append_tasks(levels, levels.schema.options)
     due = sorted({t.partition.label() for t in tasks})
     files = sum(len(t.files) for t in tasks)
-    found = compactor_warnings(compactors)
+    found = compactor_warnings(compactors) + census_warnings(findings)
     if tasks:
         found.insert(
             0,
@@ -78,7 +117,10 @@ def evaluate_small_files(
         passed=not found,
         severity=AssetCheckSeverity.WARN,
         description="; ".join(found) or "no files due for compaction",
-        metadata=health_metadata(levels.append_health(compactors)),
+        metadata={
+            **health_metadata(levels.append_health(compactors)),
+            **_census_metadata(findings),
+        },
     )
 
 
@@ -102,7 +144,11 @@ def build_small_files_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
     def small_files(context: AssetCheckExecutionContext) -> AssetCheckResult:
         table = spec.warehouse(context.resources).open_table(spec.identifier)
         levels = read_levels(table)
-        return evaluate_small_files(levels, conflicting_compactors(table, levels.snapshot_id))
+        return evaluate_small_files(
+            levels,
+            conflicting_compactors(table, levels.snapshot_id),
+            option_findings(table.table_schema),
+        )
 
     return small_files
 
@@ -128,6 +174,7 @@ def build_lsm_health_check(spec: PaimonTableSpec) -> AssetChecksDefinition:
             options.num_sorted_run_compaction_trigger,
             options.num_sorted_run_stop_trigger,
             options.max_size_amplification_percent,
+            option_findings(table.table_schema),
         )
 
     return lsm_health

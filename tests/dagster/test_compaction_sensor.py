@@ -221,3 +221,24 @@ def test_sensor_requests_no_compaction_dagster_paimon_refuses(warehouse_resource
     assert not getattr(result, "run_requests", None)
     reason = str(getattr(result, "skip_message", None) or result)
     assert "'metadata.iceberg.storage'='table-location'" in reason
+
+
+def test_health_check_reports_refused_modes_and_unknown_options(warehouse_resource):
+    spec = PaimonTableSpec(
+        "shop",
+        "callbacks",
+        SCHEMA,
+        ("dt", "id"),
+        1,
+        ("dt",),
+        {"commit.callbacks": "com.example.Audit", "x.newer-paimon-option": "1"},
+    )
+    table = warehouse_resource.create_table(spec)
+    write_day(table, "2024-01-01", 1)
+    check = build_lsm_health_check(spec)
+    result = check(build_op_context(resources={"warehouse": warehouse_resource}))
+    assert not result.passed
+    assert result.severity == AssetCheckSeverity.WARN
+    assert "'commit.callbacks'='com.example.Audit'" in result.description
+    assert "x.newer-paimon-option" in result.description
+    assert result.metadata["paimon/unknown_options"].value == ["x.newer-paimon-option"]
