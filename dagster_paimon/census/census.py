@@ -28,15 +28,16 @@ CATALOG = "catalog"
 
 @dataclass(frozen=True)
 class Declared:
-    """A key as Paimon's Java source declares it (extract.py's line)."""
+    """A key as Paimon's Java source declares it: an alias names the key it is an old name
+    of; first and last, the release tags declaring it (a line of keys.tsv)."""
 
     key: str
     role: str
     cls: str
     field: str
     alias_of: str
-    first: str
-    last: str
+    first: str = ""
+    last: str = ""
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, replace
 
-TABLE = "table"
-CATALOG = "catalog"
+from dagster_paimon.census.census import CATALOG, TABLE, Declared
+
 # option class -> role: every class whose keys sit in a table's or a catalog's options
 CLASSES = {
     "CoreOptions": TABLE,
@@ -61,17 +61,6 @@ _TOKEN = re.compile(
     re.S,
 )
 _ALIASES = ("withFallbackKeys", "withDeprecatedKeys")
-
-
-@dataclass(frozen=True)
-class Declared:
-    """One key as one class declares it (an alias names the key it is an old name of)."""
-
-    key: str
-    role: str
-    cls: str
-    field: str
-    alias_of: str
 
 
 def tokens(source: str) -> list[tuple[str, str]]:
@@ -193,7 +182,7 @@ def class_paths(repo: str, tag: str) -> dict[str, str]:
 
 def extract(repo: str, tags: Sequence[str]) -> list[tuple[str, ...]]:
     """The census key list over the tags: each key with the first and last tag declaring it."""
-    seen: dict[tuple[str, str, str, str, str], list[str]] = {}
+    seen: dict[Declared, list[str]] = {}
     for tag in tags:
         for cls, path in sorted(class_paths(repo, tag).items()):
             source = subprocess.run(
@@ -203,8 +192,8 @@ def extract(repo: str, tags: Sequence[str]) -> list[tuple[str, ...]]:
                 text=True,
             ).stdout
             for d in declared(source, cls, CLASSES[cls]):
-                seen.setdefault((d.key, d.role, d.cls, d.field, d.alias_of), []).append(tag)
-    return sorted((*row, found[0], found[-1]) for row, found in seen.items())
+                seen.setdefault(d, []).append(tag)
+    return sorted(astuple(replace(d, first=found[0], last=found[-1])) for d, found in seen.items())
 
 
 def main(argv: Sequence[str]) -> None:
