@@ -41,6 +41,7 @@ _ERRORS = (
     "TransientStoreError",
     "CommitOutcomeUnknownError",
     "UnsupportedLayoutError",
+    "UnsupportedCatalogError",
 )
 
 _EXPORTS = {

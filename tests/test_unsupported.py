@@ -99,6 +99,11 @@ TABLES: dict[str, Callable] = {
     "table type": _options(type="object-table"),
     "dynamic-partition-overwrite": _options(**{"dynamic-partition-overwrite": "false"}),
     "MAP shared shredding": _options(**{"fields.v.map.storage-layout": "shared-shredding"}),
+    "manifest.format": _options(**{"manifest.format": "parquet"}),
+    "partition.timestamp-format.strict": _options(
+        **{"partition.timestamp-format.strict": "true", "partition.timestamp-formatter": "yyyy"}
+    ),
+    "upsert-key": lambda s: _options(**{"upsert-key": "id"})(replace(s, primary_keys=[])),
     "Iceberg compatibility": _options(**{"metadata.iceberg.storage": "hive-catalog"}),
     "metastore partition sync": _options(**{"metastore.tag-to-partition": "dt"}),
     "commit callbacks": _options(**{"commit.callbacks": "com.example.Audit"}),
