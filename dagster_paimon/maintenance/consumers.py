@@ -18,27 +18,17 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import ConsumerNotFoundError, InvalidArgumentError
 from dagster_paimon.failpoints import CONSUMER_RESET, CONSUMERS_REMOVED, failpoint
+from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.options import consumer_expiration_ms
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timedelta_ms
-from dagster_paimon.snapshot.metadata import CONSUMER_PREFIX, Consumer, TableMetadata
+from dagster_paimon.snapshot.metadata import CONSUMER_PREFIX, Consumer
 from dagster_paimon.snapshot.resolve import resolve_snapshot
-from dagster_paimon.storage.files import TableFiles, delete_logged
+from dagster_paimon.storage.files import delete_logged
 from dagster_paimon.storage.snapshots import replace_file
-from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import CONSUMERS, check_supported_layout
 
 EXPIRE = "expire"
 CLEAR = "clear"
-
-
-def _name(table: FileStoreTable) -> str:
-    """The 'db.table' name for reports."""
-    return str(table.identifier.get_full_name())
-
-
-def _meta(table: FileStoreTable, files: TableFiles | None) -> TableMetadata:
-    """A metadata reader over the table's store."""
-    return TableMetadata(table, files or table_files(table))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,15 +139,17 @@ class ConsumerResetResult(Reported):
         )
 
 
-def list_consumers(table: FileStoreTable) -> ConsumerList:
+def list_consumers(
+    table: FileStoreTable, *, context: MaintenanceContext = DEFAULT_CONTEXT
+) -> ConsumerList:
     """Every consumer of the table's main branch; reads only.
 
     Raises MaintenanceAbortedError (not input) for a consumer file that cannot be decoded.
     """
     start = time.perf_counter()
-    found = _meta(table, None).consumers()
+    found = context.metadata(table).consumers()
     return ConsumerList(
-        table=_name(table), consumers=tuple(found), seconds=time.perf_counter() - start
+        table=table_name(table), consumers=tuple(found), seconds=time.perf_counter() - start
     )
 
 
@@ -165,23 +157,22 @@ def plan_consumer_expiry(
     table: FileStoreTable,
     *,
     expiration_ms: int | None = None,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ConsumerRemovalPlan:
     """Consumers whose file was last written before now - expiration (by default the table's
     consumer.expiration-time; unset, none expires); reads only."""
     check_supported_layout(table.table_schema, operation=CONSUMERS)
     if expiration_ms is None:
         expiration_ms = consumer_expiration_ms(table.table_schema.options)
-    consumers = _meta(table, files).consumers()
+    consumers = context.metadata(table).consumers()
     if expiration_ms is None:
         return ConsumerRemovalPlan(
-            _name(table), EXPIRE, (), tuple(c.consumer_id for c in consumers)
+            table_name(table), EXPIRE, (), tuple(c.consumer_id for c in consumers)
         )
-    cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - expiration_ms
+    cutoff = context.clock.now_ms() - expiration_ms
     removed = tuple(c for c in consumers if c.modified_ms < cutoff)
     kept = tuple(c.consumer_id for c in consumers if c.modified_ms >= cutoff)
-    return ConsumerRemovalPlan(_name(table), EXPIRE, removed, kept, expiration_ms)
+    return ConsumerRemovalPlan(table_name(table), EXPIRE, removed, kept, expiration_ms)
 
 
 def _pattern(text: str | None, name: str) -> re.Pattern[str] | None:
@@ -199,7 +190,7 @@ def plan_consumer_clear(
     *,
     including: str = ".*",
     excluding: str | None = None,
-    files: TableFiles | None = None,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ConsumerRemovalPlan:
     """Consumers whose id fully matches `including` and not `excluding`; reads only.
 
@@ -208,7 +199,7 @@ def plan_consumer_clear(
     check_supported_layout(table.table_schema, operation=CONSUMERS)
     include = _pattern(including, "including") or re.compile(".*")
     exclude = _pattern(excluding, "excluding")
-    consumers = _meta(table, files).consumers()
+    consumers = context.metadata(table).consumers()
 
     def cleared(c: Consumer) -> bool:
         hit = include.fullmatch(c.consumer_id) is not None
@@ -216,16 +207,18 @@ def plan_consumer_clear(
 
     removed = tuple(c for c in consumers if cleared(c))
     kept = tuple(c.consumer_id for c in consumers if not cleared(c))
-    return ConsumerRemovalPlan(_name(table), CLEAR, removed, kept)
+    return ConsumerRemovalPlan(table_name(table), CLEAR, removed, kept)
 
 
 def execute_consumer_removal(
-    table: FileStoreTable, plan: ConsumerRemovalPlan, *, files: TableFiles | None = None
+    table: FileStoreTable,
+    plan: ConsumerRemovalPlan,
+    *,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ConsumerRemovalResult:
     """Delete the plan's consumer files (one already gone counts as removed)."""
     start = time.perf_counter()
-    store = files or table_files(table)
-    delete_logged(store, [c.path for c in plan.removed], "consumers")
+    delete_logged(context.table_files(table), [c.path for c in plan.removed], "consumers")
     failpoint(CONSUMERS_REMOVED)
     return replace(plan.preview(), dry_run=False, seconds=time.perf_counter() - start)
 
@@ -235,6 +228,7 @@ def expire_consumers(
     *,
     expiration_time: timedelta | None = None,
     dry_run: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ConsumerRemovalResult:
     """Remove consumers not written for `expiration_time` (None: the table's
     consumer.expiration-time; when that is unset too, nothing expires).
@@ -246,23 +240,9 @@ def expire_consumers(
     expiration_ms = None
     if expiration_time is not None:
         expiration_ms = timedelta_ms(expiration_time, "expiration_time")
-    return _expire_consumers(table, expiration_ms=expiration_ms, dry_run=dry_run)
-
-
-def _expire_consumers(
-    table: FileStoreTable,
-    *,
-    expiration_ms: int | None = None,
-    dry_run: bool = False,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
-) -> ConsumerRemovalResult:
-    """expire_consumers with the tests' hooks: a clock and a file store."""
     return run_planned(
-        lambda: plan_consumer_expiry(
-            table, expiration_ms=expiration_ms, now_ms=now_ms, files=files
-        ),
-        lambda plan: execute_consumer_removal(table, plan, files=files),
+        lambda: plan_consumer_expiry(table, expiration_ms=expiration_ms, context=context),
+        lambda plan: execute_consumer_removal(table, plan, context=context),
         dry_run=dry_run,
     )
 
@@ -273,6 +253,7 @@ def clear_consumers(
     including: str = ".*",
     excluding: str | None = None,
     dry_run: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ConsumerRemovalResult:
     """Remove the consumers whose id fully matches `including` and not `excluding`
     (Java's clear_consumers procedure).
@@ -281,14 +262,20 @@ def clear_consumers(
     TransientStoreError.
     """
     return run_planned(
-        lambda: plan_consumer_clear(table, including=including, excluding=excluding),
-        lambda plan: execute_consumer_removal(table, plan),
+        lambda: plan_consumer_clear(
+            table, including=including, excluding=excluding, context=context
+        ),
+        lambda plan: execute_consumer_removal(table, plan, context=context),
         dry_run=dry_run,
     )
 
 
 def reset_consumer(
-    table: FileStoreTable, consumer_id: str, next_snapshot: int
+    table: FileStoreTable,
+    consumer_id: str,
+    next_snapshot: int,
+    *,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ConsumerResetResult:
     """Make a consumer read `next_snapshot` next (Java's reset_consumer procedure).
 
@@ -304,11 +291,11 @@ def reset_consumer(
         raise InvalidArgumentError(f"consumer id must be a non-empty name, got {consumer_id!r}")
     if isinstance(next_snapshot, bool) or not isinstance(next_snapshot, int) or next_snapshot < 1:
         raise InvalidArgumentError(f"next snapshot must be an int >= 1, got {next_snapshot!r}")
-    meta = _meta(table, None)
+    meta = context.metadata(table)
     current = {c.consumer_id: c for c in meta.consumers()}.get(consumer_id)
     if current is None:
         raise ConsumerNotFoundError(
-            f"consumer {consumer_id!r} of {_name(table)} does not exist; nothing was changed"
+            f"consumer {consumer_id!r} of {table_name(table)} does not exist; nothing was changed"
         )
     resolve_snapshot(table, next_snapshot)
     path = f"{meta.main.dir('consumer')}/{CONSUMER_PREFIX}{consumer_id}"
@@ -316,7 +303,7 @@ def reset_consumer(
     replace_file(meta.file_io, path, f'{{\n  "nextSnapshot" : {next_snapshot}\n}}')
     failpoint(CONSUMER_RESET)
     return ConsumerResetResult(
-        table=_name(table),
+        table=table_name(table),
         consumer_id=consumer_id,
         previous=current.next_snapshot,
         next_snapshot=next_snapshot,

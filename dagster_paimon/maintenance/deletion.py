@@ -10,7 +10,7 @@ from pypaimon.snapshot.snapshot import Snapshot
 
 from dagster_paimon.io.filekind import ADD, DELETE
 from dagster_paimon.snapshot.lists import snapshot_lists
-from dagster_paimon.snapshot.metadata import APPEND_SOURCE, FileRef, TableMetadata
+from dagster_paimon.snapshot.metadata import APPEND_SOURCE, SNAPSHOT_PREFIX, FileRef, TableMetadata
 from dagster_paimon.storage.pool import parallel_map
 
 log = logging.getLogger(__name__)
@@ -216,3 +216,29 @@ def _index_paths(meta: TableMetadata, index_manifest: str, skipping: set[str]) -
                 factory.bucket_index_path(tuple(e.partition.values), e.bucket, e.index_file)
             )
     return [*paths, meta.manifest_path(index_manifest)]
+
+
+def data_paths(meta: TableMetadata, refs: Sequence[FileRef], protected: set[str]) -> list[str]:
+    """Deduplicated paths of data files (and their extra files) not otherwise protected."""
+    found: dict[str, None] = {}
+    for ref in refs:
+        if ref.file_name not in protected:
+            found.update(dict.fromkeys(meta.data_paths(ref)))
+    return list(found)
+
+
+def used_by_latest(meta: TableMetadata) -> set[str]:
+    """Every file the newest snapshot uses, read just before deleting anything."""
+    ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
+    latest = meta.snapshot(ids[-1]) if ids else None
+    if latest is None:
+        return set()
+    return meta.metadata_files(latest)[0] | meta.live_files(latest)
+
+
+def unused(paths: Sequence[str], in_use: set[str], what: str) -> list[str]:
+    """Drop paths whose file the latest snapshot uses (a concurrent commit re-used it)."""
+    keep = [p for p in paths if p.rsplit("/", 1)[-1] not in in_use]
+    if len(keep) != len(paths):
+        log.warning("kept %d %s the latest snapshot uses", len(paths) - len(keep), what)
+    return keep

@@ -18,9 +18,11 @@ from datetime import UTC, datetime
 from pypaimon.snapshot.snapshot import Snapshot
 from pypaimon.table.file_store_table import FileStoreTable
 
-from dagster_paimon.errors import RepairRefusedError, StaleMaintenancePlanError
+from dagster_paimon.errors import RepairRefusedError
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.index import index_path
+from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
+from dagster_paimon.maintenance.guard import Seen, check_unchanged
 from dagster_paimon.maintenance.rollback import drop_newest_snapshots
 from dagster_paimon.partition import Partition
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned
@@ -32,9 +34,7 @@ from dagster_paimon.snapshot.metadata import (
     FileRef,
     TableMetadata,
 )
-from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.pool import parallel_map
-from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import ROLLBACK, check_supported_layout
 
 log = logging.getLogger(__name__)
@@ -305,6 +305,11 @@ class DoctorReport:
         """The newest snapshot by listing."""
         return self.snapshot_ids[-1] if self.snapshot_ids else None
 
+    @property
+    def seen(self) -> Seen:
+        """What the diagnosis saw, for the repair's stale-plan guard."""
+        return Seen(latest=self.latest, tags=self.tagged_ids)
+
     def preview(self) -> DoctorResult:
         """The diagnosis, nothing changed."""
         return DoctorResult(
@@ -574,12 +579,14 @@ def _rollback(
     return run[::-1], None
 
 
-def diagnose(table: FileStoreTable, *, files: TableFiles | None = None) -> DoctorReport:
+def diagnose(
+    table: FileStoreTable, *, context: MaintenanceContext = DEFAULT_CONTEXT
+) -> DoctorReport:
     """Check every snapshot of the main branch and every tag for missing files; reads only.
 
     Raises no input error (the report says what is broken); TransientStoreError.
     """
-    meta = TableMetadata(table, files or table_files(table))
+    meta = context.metadata(table)
     ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
     snapshots = meta.snapshots(ids)
     ids = [s.id for s in snapshots]
@@ -600,7 +607,7 @@ def diagnose(table: FileStoreTable, *, files: TableFiles | None = None) -> Docto
         table.table_path,
     )
     return DoctorReport(
-        table=str(table.identifier.get_full_name()),
+        table=table_name(table),
         snapshot_ids=tuple(ids),
         unreadable=broken,
         tags=tuple(d for d in damage if d.tag is not None),
@@ -611,23 +618,8 @@ def diagnose(table: FileStoreTable, *, files: TableFiles | None = None) -> Docto
     )
 
 
-def _check_unchanged(meta: TableMetadata, report: DoctorReport, removing: set[int]) -> None:
-    """Refuse if a snapshot was committed or a tag set on a removed one since diagnosing."""
-    latest = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)[-1:]
-    if latest != [report.latest]:
-        raise StaleMaintenancePlanError(
-            f"the latest snapshot is now {latest[0] if latest else None}, not {report.latest} "
-            "as diagnosed; nothing was changed: run the doctor again"
-        )
-    tagged = sorted(f"{name} ({s.id})" for name, s in meta.tags() if s.id in removing)
-    if tagged:
-        raise StaleMaintenancePlanError(
-            f"tags {tagged} were set on snapshots the rollback removes; nothing was changed"
-        )
-
-
 def execute_repair(
-    table: FileStoreTable, report: DoctorReport, *, files: TableFiles | None = None
+    table: FileStoreTable, report: DoctorReport, *, context: MaintenanceContext = DEFAULT_CONTEXT
 ) -> DoctorResult:
     """Roll back the report's unreadable newest snapshots and rewrite bad hints.
 
@@ -640,13 +632,19 @@ def execute_repair(
         raise RepairRefusedError(f"{report.table}: {report.refusal}; nothing was changed")
     if report.rollback or report.hints:
         check_supported_layout(table.table_schema, operation=ROLLBACK)
-    files = files or table_files(table)
+    files = context.table_files(table)
     meta = TableMetadata(table, files)
     removing = [c.snapshot_id for c in report.rollback]
     kept = [i for i in report.snapshot_ids if i not in removing]
     directory = meta.main.dir("snapshot")
     if removing:
-        _check_unchanged(meta, report, set(removing))
+        check_unchanged(
+            meta,
+            report.seen,
+            latest=True,
+            tags_on=set(removing).__contains__,
+            then="run the doctor again",
+        )
         for commit in report.rollback:
             log.warning("rolling back unreadable %s", commit.describe())
         drop_newest_snapshots(meta, files, kept[-1], removing)
@@ -668,7 +666,12 @@ def execute_repair(
     )
 
 
-def doctor(table: FileStoreTable, *, repair: bool = False) -> DoctorResult:
+def doctor(
+    table: FileStoreTable,
+    *,
+    repair: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
+) -> DoctorResult:
     """Diagnose the table; with repair, roll back an unreadable newest run (execute_repair).
 
     Raises no input error; RepairRefusedError when a repair cannot be done safely (a broken
@@ -676,7 +679,7 @@ def doctor(table: FileStoreTable, *, repair: bool = False) -> DoctorResult:
     between diagnosis and repair (nothing is changed then), TransientStoreError.
     """
     return run_planned(
-        lambda: diagnose(table),
-        lambda report: execute_repair(table, report),
+        lambda: diagnose(table, context=context),
+        lambda report: execute_repair(table, report, context=context),
         dry_run=not repair,
     )

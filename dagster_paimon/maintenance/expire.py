@@ -25,19 +25,24 @@ from dagster_paimon.failpoints import (
     RECORDS_EXPIRED,
     failpoint,
 )
+from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.deletion import (
     TagSkipper,
     added_in_changelogs,
     changelog_lists,
     data_files_to_delete,
+    data_paths,
     deleted_in_deltas,
     lists_named,
     metadata_to_delete,
+    unused,
+    used_by_latest,
 )
 from dagster_paimon.maintenance.directories import (
     clean_empty_directories,
     clean_empty_directories_enabled,
 )
+from dagster_paimon.maintenance.guard import Seen, check_unchanged, seen
 from dagster_paimon.maintenance.options import ExpireConfig, Retention, RetentionOverrides
 from dagster_paimon.maintenance.references import collect_used, referrers
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timedelta_ms
@@ -48,9 +53,8 @@ from dagster_paimon.snapshot.metadata import (
     SNAPSHOT_PREFIX,
     TableMetadata,
 )
-from dagster_paimon.storage.files import TableFiles, delete_logged
+from dagster_paimon.storage.files import delete_logged
 from dagster_paimon.storage.snapshots import replace_file
-from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import EXPIRY, check_supported_layout
 
 log = logging.getLogger(__name__)
@@ -63,8 +67,7 @@ CHANGELOGS = "changelogs"
 class PlanGuard:
     """What planning saw protecting files; execution refuses to run if more appeared."""
 
-    tags: frozenset[tuple[str, int]] = frozenset()
-    branches: frozenset[str] = frozenset()
+    seen: Seen = field(default_factory=Seen)
     check_consumers: bool = True
     consumer_cutoff_ms: int | None = None
 
@@ -153,16 +156,6 @@ class ExpiryResult(Reported):
         )
 
 
-def _table_name(table: FileStoreTable) -> str:
-    """The 'db.table' name for reports."""
-    return str(table.identifier.get_full_name())
-
-
-def _now_ms(now_ms: int | None) -> int:
-    """The clock Java's expiry reads, injectable for tests."""
-    return int(time.time() * 1000) if now_ms is None else now_ms
-
-
 def _guard(
     meta: TableMetadata,
     tags: list[tuple[str, Snapshot]],
@@ -171,8 +164,7 @@ def _guard(
 ) -> PlanGuard:
     """The protections in force when planning."""
     return PlanGuard(
-        tags=frozenset((name, s.id) for name, s in tags),
-        branches=frozenset(b.name for b in meta.branches()[1:]),
+        seen=seen(meta, tags),
         check_consumers=check_consumers,
         consumer_cutoff_ms=consumer_cutoff_ms,
     )
@@ -245,7 +237,7 @@ def _expiring(
     r: Retention,
     earliest: int,
     window: tuple[int, int],
-    now_ms: int | None,
+    now_ms: int,
     *,
     next_snapshot: bool,
 ) -> tuple[dict[int, Snapshot], int] | None:
@@ -254,24 +246,22 @@ def _expiring(
     if hi <= earliest:
         return None
     loaded = {s.id: s for s in load(range(earliest, hi + 1))}
-    cutoff = _now_ms(now_ms) - r.time_retained_ms
+    cutoff = now_ms - r.time_retained_ms
     end = _expiry_end(loaded, lo, hi, cutoff, next_snapshot=next_snapshot)
     if end <= earliest or end not in loaded:
         return None
     return loaded, end
 
 
-def _plan_snapshots(
-    table: FileStoreTable, config: ExpireConfig, meta: TableMetadata, now_ms: int | None
-) -> ExpiryPlan:
+def _plan_snapshots(config: ExpireConfig, meta: TableMetadata, now_ms: int) -> ExpiryPlan:
     """Decide which snapshots expire and which files that frees; reads only."""
-    name = _table_name(table)
+    name = table_name(meta.table)
     ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
     if not ids:
         return ExpiryPlan(name, SNAPSHOTS)
     earliest, latest = ids[0], ids[-1]
     r = config.snapshot
-    cutoff = config.consumer_cutoff_ms(_now_ms(now_ms))
+    cutoff = config.consumer_cutoff_ms(now_ms)
     holds = config.consumers_hold_snapshots
     consumer = meta.min_consumer_next(expired_before_ms=cutoff) if holds else None
     lo, hi = _window(r, earliest, latest, consumer)
@@ -302,7 +292,7 @@ def _plan_snapshots(
     )
     if not decoupled:
         refs += added_in_changelogs(meta, expiring)
-    data = _paths(meta, refs, protected)
+    data = data_paths(meta, refs, protected)
     changelogs = meta.changelogs(meta.ids(meta.main.dir("changelog"), CHANGELOG_PREFIX))
     skipping = _skipping_set(
         meta, [loaded[end], *(t for _, t in tags)], changelogs=tuple(changelogs)
@@ -331,27 +321,16 @@ def _plan_snapshots(
     )
 
 
-def _paths(meta: TableMetadata, refs: list, protected: set[str]) -> list[str]:
-    """Deduplicated paths of data files (and their extra files) not otherwise protected."""
-    seen: dict[str, None] = {}
-    for ref in refs:
-        if ref.file_name not in protected:
-            seen.update(dict.fromkeys(meta.data_paths(ref)))
-    return list(seen)
-
-
-def _plan_changelogs(
-    table: FileStoreTable, config: ExpireConfig, meta: TableMetadata, now_ms: int | None
-) -> ExpiryPlan:
+def _plan_changelogs(config: ExpireConfig, meta: TableMetadata, now_ms: int) -> ExpiryPlan:
     """Decide which long-lived changelogs expire and which files that frees; reads only."""
-    name = _table_name(table)
+    name = table_name(meta.table)
     snapshot_ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
     changelog_ids = meta.ids(meta.main.dir("changelog"), CHANGELOG_PREFIX)
     if not snapshot_ids or not changelog_ids:
         return ExpiryPlan(name, CHANGELOGS, changelog_ids[0] if changelog_ids else None)
     earliest, latest_changelog = changelog_ids[0], changelog_ids[-1]
     r = config.changelog
-    cutoff = config.consumer_cutoff_ms(_now_ms(now_ms))
+    cutoff = config.consumer_cutoff_ms(now_ms)
     consumer = meta.min_consumer_next(expired_before_ms=cutoff)
     lo, hi = _window(r, earliest, snapshot_ids[-1], consumer)
     window = (lo, min(hi, latest_changelog))
@@ -386,7 +365,7 @@ def _plan_changelogs(
         earliest,
         end,
         tuple(c.id for c in expiring),
-        tuple(_paths(meta, refs, protected)),
+        tuple(data_paths(meta, refs, protected)),
         tuple(dict.fromkeys(metadata)),
         guard=_guard(meta, tags, check_consumers=True, consumer_cutoff_ms=cutoff),
     )
@@ -401,25 +380,23 @@ def plan_expiry(
     target: str = SNAPSHOTS,
     *,
     overrides: RetentionOverrides | None = None,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ExpiryPlan:
     """Which snapshots (or long-lived changelogs) expire and which files that frees; reads only.
 
     Retention comes from the table's snapshot.* (or changelog.*) options with `overrides` on
-    top; `now_ms` is the clock the time retention is measured against.
+    top; the context's clock is what the time retention is measured against.
 
     Raises InvalidArgumentError (target; overrides: retain-min < 1, retain-max < retain-min, max-
     deletes < 1, a negative time), InvalidOptionError (malformed retention options),
     UnsupportedLayoutError; not input: MaintenanceAbortedError (an unreadable consumer, tag or
     branch).
     """
-    meta = TableMetadata(table, files or table_files(table))
-    return _plan(meta, target, overrides, now_ms)
+    return _plan(context.metadata(table), target, overrides, context.clock.now_ms())
 
 
 def _plan(
-    meta: TableMetadata, target: str, overrides: RetentionOverrides | None, now_ms: int | None
+    meta: TableMetadata, target: str, overrides: RetentionOverrides | None, now_ms: int
 ) -> ExpiryPlan:
     """plan_expiry through a given metadata reader (whose manifest reads it keeps)."""
     if target not in (SNAPSHOTS, CHANGELOGS):
@@ -431,47 +408,22 @@ def _plan(
     options = table.table_schema.options
     if target == SNAPSHOTS:
         config = ExpireConfig.from_table_options(options, overrides)
-        return _plan_snapshots(table, config, meta, now_ms)
+        return _plan_snapshots(config, meta, now_ms)
     config = ExpireConfig.from_table_options(options, changelog_overrides=overrides)
-    return _plan_changelogs(table, config, meta, now_ms)
+    return _plan_changelogs(config, meta, now_ms)
 
 
 def _check_guard(meta: TableMetadata, plan: ExpiryPlan, end: int) -> None:
     """Refuse to run a plan that a tag, branch or consumer created since would be hurt by."""
-    new_tags = [
-        (n, t.id) for n, t in meta.tags() if (n, t.id) not in plan.guard.tags and t.id < end
-    ]
-    if new_tags:
-        raise StaleMaintenancePlanError(
-            f"tags {new_tags} were created on expiring snapshots after planning; re-plan"
-        )
-    new_branches = {b.name for b in meta.branches()[1:]} - plan.guard.branches
-    if new_branches:
-        raise StaleMaintenancePlanError(f"branches {sorted(new_branches)} appeared; re-plan")
     guard = plan.guard
-    cutoff = guard.consumer_cutoff_ms
-    consumer = meta.min_consumer_next(expired_before_ms=cutoff) if guard.check_consumers else None
-    if consumer is not None and consumer < end:
-        raise StaleMaintenancePlanError(
-            f"a consumer now reads from snapshot {consumer}, below the planned end {end}"
-        )
-
-
-def _used_by_latest(meta: TableMetadata) -> set[str]:
-    """Every file the newest snapshot uses, read just before deleting anything."""
-    ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
-    latest = meta.snapshot(ids[-1]) if ids else None
-    if latest is None:
-        return set()
-    return meta.metadata_files(latest)[0] | meta.live_files(latest)
-
-
-def _unused(paths: tuple[str, ...], in_use: set[str], what: str) -> list[str]:
-    """Drop paths whose file the latest snapshot uses (a concurrent commit re-used it)."""
-    keep = [p for p in paths if p.rsplit("/", 1)[-1] not in in_use]
-    if len(keep) != len(paths):
-        log.warning("kept %d %s the latest snapshot uses", len(paths) - len(keep), what)
-    return keep
+    check_unchanged(
+        meta,
+        guard.seen,
+        tags_on=lambda snapshot_id: snapshot_id < end,
+        new_branches=True,
+        consumers_from=end if guard.check_consumers else None,
+        consumer_cutoff_ms=guard.consumer_cutoff_ms,
+    )
 
 
 def _write_changelogs(meta: TableMetadata, ids: tuple[int, ...]) -> None:
@@ -490,10 +442,10 @@ def _write_changelogs(meta: TableMetadata, ids: tuple[int, ...]) -> None:
 
 
 def execute_expiry(
-    table: FileStoreTable, plan: ExpiryPlan, *, files: TableFiles | None = None
+    table: FileStoreTable, plan: ExpiryPlan, *, context: MaintenanceContext = DEFAULT_CONTEXT
 ) -> ExpiryResult:
     """Delete what the plan frees, in Paimon's order; re-checks protections first."""
-    return _execute(TableMetadata(table, files or table_files(table)), plan)
+    return _execute(context.metadata(table), plan)
 
 
 def _execute(meta: TableMetadata, plan: ExpiryPlan) -> ExpiryResult:
@@ -504,9 +456,9 @@ def _execute(meta: TableMetadata, plan: ExpiryPlan) -> ExpiryResult:
         return replace(plan.preview(), dry_run=False, seconds=time.perf_counter() - start)
     end = plan.end_id
     _check_guard(meta, plan, end)
-    in_use = _used_by_latest(meta)
-    data = _unused(plan.data_files, in_use, "data files")
-    metadata = _unused(plan.metadata_files, in_use, "metadata files")
+    in_use = used_by_latest(meta)
+    data = unused(plan.data_files, in_use, "data files")
+    metadata = unused(plan.metadata_files, in_use, "metadata files")
     deleted_data = delete_logged(files, data, "data files")
     if clean_empty_directories_enabled(meta.table.table_schema.options):
         clean_empty_directories(meta.root, data)
@@ -548,26 +500,23 @@ def _execute(meta: TableMetadata, plan: ExpiryPlan) -> ExpiryResult:
 
 def _expire(
     table: FileStoreTable,
-    target: str = SNAPSHOTS,
-    *,
-    overrides: RetentionOverrides | None = None,
-    dry_run: bool = False,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
+    target: str,
+    overrides: RetentionOverrides,
+    dry_run: bool,
+    context: MaintenanceContext,
 ) -> ExpiryResult:
-    """Expire snapshots (or long-lived changelogs) by retention options and any overrides;
-    `now_ms` and `files` are the tests' hooks (a clock and a file store).
+    """Expire snapshots (or long-lived changelogs) by retention options and the overrides.
 
     A plan that a tag, branch or consumer made stale before anything was deleted is made again,
     reading only the manifests that snapshots committed since added.
 
     Raises as plan_expiry; then CommitConflictError, TransientStoreError (not input).
     """
-    meta = TableMetadata(table, files or table_files(table))
+    meta = context.metadata(table)
     for replans in range(STALE_REPLANS + 1):
         try:
             return run_planned(
-                lambda: _plan(meta, target, overrides, now_ms),
+                lambda: _plan(meta, target, overrides, context.clock.now_ms()),
                 lambda plan: _execute(meta, plan),
                 dry_run=dry_run,
             )
@@ -619,6 +568,7 @@ def expire_snapshots(
     retain_max: int | None = None,
     max_deletes: int | None = None,
     dry_run: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ExpiryResult:
     """Expire snapshots by snapshot.* retention; tags, consumers and branches keep theirs.
 
@@ -631,7 +581,7 @@ def expire_snapshots(
     overrides = retention_overrides(
         older_than=older_than, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes
     )
-    return _expire(table, SNAPSHOTS, overrides=overrides, dry_run=dry_run)
+    return _expire(table, SNAPSHOTS, overrides, dry_run, context)
 
 
 def expire_changelogs(
@@ -642,6 +592,7 @@ def expire_changelogs(
     retain_max: int | None = None,
     max_deletes: int | None = None,
     dry_run: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ExpiryResult:
     """Expire long-lived changelogs by changelog.* retention (falling back to snapshot.*).
 
@@ -654,4 +605,4 @@ def expire_changelogs(
     overrides = retention_overrides(
         older_than=older_than, retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes
     )
-    return _expire(table, CHANGELOGS, overrides=overrides, dry_run=dry_run)
+    return _expire(table, CHANGELOGS, overrides, dry_run, context)

@@ -24,7 +24,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 
 from pypaimon.table.file_store_table import FileStoreTable
@@ -37,21 +36,24 @@ from dagster_paimon.errors import (
     MaintenanceStepInputError,
 )
 from dagster_paimon.maintenance import partitions
-from dagster_paimon.maintenance.consumers import _expire_consumers
+from dagster_paimon.maintenance.auto_tags import create_automatic_tags
+from dagster_paimon.maintenance.consumers import expire_consumers
+from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.directories import (
     CLEAN_EMPTY_DIRECTORIES,
     CLEAN_EMPTY_DIRECTORIES_FALLBACK,
     clean_empty_directories_enabled,
 )
-from dagster_paimon.maintenance.expire import SNAPSHOTS, _expire
+from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.options import ExpireConfig, consumer_expiration_ms
 from dagster_paimon.maintenance.partition_time import TIMESTAMP_FORMATTER, TIMESTAMP_PATTERN
 from dagster_paimon.maintenance.partitions import (
     EXPIRATION_TIME,
     PartitionExpiryConfig,
-    _expire_partitions,
+    expire_partitions,
 )
-from dagster_paimon.maintenance.tags import TagOptions, _create_automatic_tags, _expire_tags
+from dagster_paimon.maintenance.tag_options import TagOptions
+from dagster_paimon.maintenance.tags import expire_tags
 from dagster_paimon.options import (
     CHANGELOG_RETAIN_MAX,
     CHANGELOG_RETAIN_MIN,
@@ -234,41 +236,31 @@ def maintain(
     *,
     options: Mapping[str, str] | None = None,
     dry_run: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> MaintenanceResult:
     """Run the steps Java's commit maintains, in its order, each the options ask for.
 
     `options` override the table's for this pass only (keys in OPTION_KEYS; the table's
-    schema is not changed). With dry_run every step previews against the table as it is (a
-    step does not see what an earlier one would have changed). Raises InvalidOptionError,
-    InvalidArgumentError (an unknown override, a malformed or contradictory option: before
-    any step runs) and MaintenanceStepError (a step failed: `step` names it, `completed` holds
-    the results of the steps before it, the step's error is its cause;
-    MaintenanceStepInputError, also an InputError, when that error was one).
+    schema is not changed); every step runs in `context` (its clock, its file store). With
+    dry_run every step previews against the table as it is (a step does not see what an
+    earlier one would have changed). Raises InvalidOptionError, InvalidArgumentError (an
+    unknown override, a malformed or contradictory option: before any step runs) and
+    MaintenanceStepError (a step failed: `step` names it, `completed` holds the results of the
+    steps before it, the step's error is its cause; MaintenanceStepInputError, also an
+    InputError, when that error was one).
     """
-    return _maintain(table, options=options, dry_run=dry_run)
-
-
-def _maintain(
-    table: FileStoreTable,
-    *,
-    options: Mapping[str, str] | None = None,
-    dry_run: bool = False,
-    now: datetime | None = None,
-) -> MaintenanceResult:
-    """maintain with the tests' clock: `now`, local wall-clock time (naive) for every step."""
     start = time.perf_counter()
-    name = str(table.identifier.get_full_name())
+    name = table_name(table)
     in_use = pass_options(table.table_schema.options, options)
     if options:
         # every step reads table.table_schema.options: a copy in memory carries the overrides
         table = table.copy_without_time_travel(dict(options))
-    now_ms = None if now is None else int(now.timestamp() * 1000)
     runs: dict[str, Callable[[], Any]] = {
-        TAG_CREATION: lambda: _create_automatic_tags(table, dry_run=dry_run, now=now),
-        TAG_EXPIRY: lambda: _expire_tags(table, dry_run=dry_run, now=now),
-        PARTITION_EXPIRY: lambda: _expire_partitions(table, dry_run=dry_run, now=now),
-        CONSUMER_EXPIRY: lambda: _expire_consumers(table, dry_run=dry_run, now_ms=now_ms),
-        SNAPSHOT_EXPIRY: lambda: _expire(table, SNAPSHOTS, dry_run=dry_run, now_ms=now_ms),
+        TAG_CREATION: lambda: create_automatic_tags(table, dry_run=dry_run, context=context),
+        TAG_EXPIRY: lambda: expire_tags(table, dry_run=dry_run, context=context),
+        PARTITION_EXPIRY: lambda: expire_partitions(table, dry_run=dry_run, context=context),
+        CONSUMER_EXPIRY: lambda: expire_consumers(table, dry_run=dry_run, context=context),
+        SNAPSHOT_EXPIRY: lambda: expire_snapshots(table, dry_run=dry_run, context=context),
     }
     skipped = _why_skipped(table, in_use)
     for step in STEPS:

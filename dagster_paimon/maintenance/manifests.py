@@ -26,13 +26,12 @@ from dagster_paimon.commit.producers import ManifestCompactProducer
 from dagster_paimon.errors import CorruptMetadataError
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.options import ManifestMergeOptions
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned
 from dagster_paimon.snapshot.entries import entry_identifier
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.pool import parallel_map
-from dagster_paimon.storage.snapshots import SnapshotWriter, create_snapshot_if_absent
-from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import MANIFEST_COMPACTION, check_supported_layout
 
 log = logging.getLogger(__name__)
@@ -389,7 +388,7 @@ def plan_manifest_compaction(
     CorruptMetadataError.
     """
     check_supported_layout(table.table_schema, operation=MANIFEST_COMPACTION)
-    name = str(table.identifier.get_full_name())
+    name = table_name(table)
     latest = table.snapshot_manager().get_latest_snapshot()
     if latest is None:
         return ManifestCompactionPlan(name, full, None)
@@ -438,8 +437,7 @@ def execute_manifest_compaction(
     table: FileStoreTable,
     plan: ManifestCompactionPlan,
     *,
-    files: TableFiles | None = None,
-    snapshot_writer: SnapshotWriter = create_snapshot_if_absent,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ManifestCompactionResult:
     """Write the merged manifests and commit them as the base list of a COMPACT snapshot.
 
@@ -452,10 +450,9 @@ def execute_manifest_compaction(
     result = replace(plan.preview(), dry_run=False, manifests_after=plan.manifests_before)
     if plan.outcome is None or plan.outcome.mode is None:
         return replace(result, mode=None, rewritten_manifests=0)
-    merges = _Merges(table, plan, files or table_files(table))
-    committed = (
-        ManifestCompactProducer(table, merges, snapshot_writer=snapshot_writer).commit().snapshot
-    )
+    merges = _Merges(table, plan, context.table_files(table))
+    producer = ManifestCompactProducer(table, merges, snapshot_writer=context.snapshot_writer)
+    committed = producer.commit().snapshot
     merges.discard(keep={m.file_name for m in ManifestListManager(table).read_base(committed)})
     base_id = committed.id - 1
     before, outcome = merges.outcomes[base_id]
@@ -481,7 +478,11 @@ def execute_manifest_compaction(
 
 
 def compact_manifests(
-    table: FileStoreTable, *, full: bool = False, dry_run: bool = False
+    table: FileStoreTable,
+    *,
+    full: bool = False,
+    dry_run: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> ManifestCompactionResult:
     """Merge the latest snapshot's manifests and, unless dry_run, commit them.
 
@@ -490,22 +491,8 @@ def compact_manifests(
     Raises InvalidOptionError (malformed manifest.* options), UnsupportedLayoutError; not input:
     CommitConflictError, CorruptMetadataError, TransientStoreError.
     """
-    return _compact_manifests(table, full=full, dry_run=dry_run)
-
-
-def _compact_manifests(
-    table: FileStoreTable,
-    *,
-    full: bool = False,
-    dry_run: bool = False,
-    files: TableFiles | None = None,
-    snapshot_writer: SnapshotWriter = create_snapshot_if_absent,
-) -> ManifestCompactionResult:
-    """compact_manifests with the tests' hooks: a file store and a snapshot writer."""
     return run_planned(
         lambda: plan_manifest_compaction(table, full=full),
-        lambda plan: execute_manifest_compaction(
-            table, plan, files=files, snapshot_writer=snapshot_writer
-        ),
+        lambda plan: execute_manifest_compaction(table, plan, context=context),
         dry_run=dry_run,
     )

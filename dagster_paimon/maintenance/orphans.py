@@ -28,6 +28,7 @@ from dagster_paimon.io.external import (
     ExternalLayout,
     external_layout,
 )
+from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.options import DAY_MS
 from dagster_paimon.maintenance.references import UsedFiles, collect_used, referrers
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timedelta_ms
@@ -39,9 +40,8 @@ from dagster_paimon.snapshot.metadata import (
     Branch,
     TableMetadata,
 )
-from dagster_paimon.storage.files import FileStatus, TableFiles, delete_logged, is_temp_name
+from dagster_paimon.storage.files import FileStatus, delete_logged, is_temp_name
 from dagster_paimon.storage.pool import parallel_map
-from dagster_paimon.storage.warehouse import table_files
 from dagster_paimon.unsupported import ORPHAN_REMOVAL, check_supported_layout
 
 log = logging.getLogger(__name__)
@@ -226,8 +226,7 @@ def plan_orphan_removal(
     table: FileStoreTable,
     *,
     older_than_ms: int = DAY_MS,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> OrphanPlan:
     """List old unreferenced files; reads only.
 
@@ -240,8 +239,8 @@ def plan_orphan_removal(
         )
     check_supported_layout(table.table_schema, operation=ORPHAN_REMOVAL)
     layout = external_layout(table)  # refuses external-path options we cannot honour
-    meta = TableMetadata(table, files or table_files(table))
-    cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - older_than_ms
+    meta = context.metadata(table)
+    cutoff = context.clock.now_ms() - older_than_ms
     branches = meta.branches()
     _check_branches(meta, branches)
     scanned = _candidates(meta, branches, layout)
@@ -259,16 +258,16 @@ def plan_orphan_removal(
         len(orphans),
         len(used.names),
     )
-    return OrphanPlan(str(table.identifier.get_full_name()), cutoff, len(scanned), orphans)
+    return OrphanPlan(table_name(table), cutoff, len(scanned), orphans)
 
 
 def execute_orphan_removal(
-    table: FileStoreTable, plan: OrphanPlan, *, files: TableFiles | None = None
+    table: FileStoreTable, plan: OrphanPlan, *, context: MaintenanceContext = DEFAULT_CONTEXT
 ) -> OrphanResult:
     """Delete the plan's orphans; never a directory, never a file younger than the cutoff."""
     start = time.perf_counter()
     paths = [s.path for s in plan.orphans if not s.is_dir and s.mtime_ms < plan.cutoff_ms]
-    deleted = delete_logged(files or table_files(table), paths, "orphan files")
+    deleted = delete_logged(context.table_files(table), paths, "orphan files")
     return replace(
         plan.preview(),
         orphans=tuple(paths),
@@ -279,7 +278,11 @@ def execute_orphan_removal(
 
 
 def remove_orphans(
-    table: FileStoreTable, *, older_than: timedelta = timedelta(days=1), dry_run: bool = False
+    table: FileStoreTable,
+    *,
+    older_than: timedelta = timedelta(days=1),
+    dry_run: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> OrphanResult:
     """Find and (unless dry_run) delete orphan files older than `older_than`.
 
@@ -288,20 +291,8 @@ def remove_orphans(
     honour), UnsupportedLayoutError; not input: MaintenanceAbortedError, TransientStoreError.
     """
     older_than_ms = timedelta_ms(older_than, "older_than")
-    return _remove_orphans(table, older_than_ms=older_than_ms, dry_run=dry_run)
-
-
-def _remove_orphans(
-    table: FileStoreTable,
-    *,
-    older_than_ms: int = DAY_MS,
-    dry_run: bool = False,
-    now_ms: int | None = None,
-    files: TableFiles | None = None,
-) -> OrphanResult:
-    """remove_orphans with the tests' hooks: a clock and a file store."""
     return run_planned(
-        lambda: plan_orphan_removal(table, older_than_ms=older_than_ms, now_ms=now_ms, files=files),
-        lambda plan: execute_orphan_removal(table, plan, files=files),
+        lambda: plan_orphan_removal(table, older_than_ms=older_than_ms, context=context),
+        lambda plan: execute_orphan_removal(table, plan, context=context),
         dry_run=dry_run,
     )

@@ -47,6 +47,7 @@ from dagster_paimon.errors import (
 )
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.partition_time import (
     TIMESTAMP_FORMATTER,
     TIMESTAMP_PATTERN,
@@ -233,20 +234,6 @@ class PartitionExpiryPlan:
         )
 
 
-def _table_name(table: FileStoreTable) -> str:
-    """The 'db.table' name for reports."""
-    return str(table.identifier.get_full_name())
-
-
-def _local_now(now: datetime | None) -> datetime:
-    """Java's LocalDateTime.now(): the local wall clock, naive; an aware `now` is converted."""
-    if now is None:
-        return datetime.now()
-    if now.tzinfo is not None:
-        return now.astimezone().replace(tzinfo=None)
-    return now
-
-
 def _epoch_ms(local: datetime) -> int:
     """A local wall-clock time in the system zone as epoch milliseconds (Java's atZone)."""
     return int(local.astimezone().timestamp() * 1000)
@@ -260,7 +247,7 @@ def _entries(table: FileStoreTable, snapshot: Snapshot) -> list[ManifestEntry]:
         per_manifest = parallel_map(lambda m: reader.read(m.file_name, drop_stats=True), manifests)
     except (ValueError, EOFError, KeyError, TypeError, IndexError) as e:
         raise CorruptMetadataError(
-            f"cannot read the manifests of snapshot {snapshot.id} of {_table_name(table)}: "
+            f"cannot read the manifests of snapshot {snapshot.id} of {table_name(table)}: "
             f"{type(e).__name__}: {e}"
         ) from e
     return [e for entries in per_manifest for e in entries]
@@ -340,6 +327,7 @@ def plan_partition_expiry(
     expiration_time: timedelta | None = None,
     strategy: Strategy | None = None,
     max_num: int | None = None,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> PartitionExpiryPlan:
     """Which partitions of the latest snapshot expire now; reads only.
 
@@ -349,29 +337,15 @@ def plan_partition_expiry(
     InvalidOptionError (malformed partition.* options, a formatter we cannot read),
     InvalidTableSpecError (an unpartitioned table), UnsupportedLayoutError.
     """
-    return _plan(
-        table, expiration_time=expiration_time, strategy=strategy, max_num=max_num, now=None
-    )
-
-
-def _plan(
-    table: FileStoreTable,
-    *,
-    expiration_time: timedelta | None,
-    strategy: str | None,
-    max_num: int | None,
-    now: datetime | None,
-) -> PartitionExpiryPlan:
-    """plan_partition_expiry with the tests' clock."""
     schema = table.table_schema
-    name = _table_name(table)
+    name = table_name(table)
     check_supported_layout(schema, operation=PARTITION_EXPIRY)
     if not schema.partition_keys:
         raise InvalidTableSpecError(f"{name} is not partitioned: it has no partition to expire")
     config = PartitionExpiryConfig.of(
         schema.options, expiration_time=expiration_time, strategy=strategy, max_num=max_num
     )
-    expire_before = _local_now(now) - timedelta(milliseconds=config.expiration_ms)
+    expire_before = context.clock.now() - timedelta(milliseconds=config.expiration_ms)
     latest = table.snapshot_manager().get_latest_snapshot()
     states = partition_states(table, latest)
     expired, skipped = _select(states, config, expire_before)
@@ -401,7 +375,10 @@ def _plan(
 
 
 def execute_partition_expiry(
-    table: FileStoreTable, plan: PartitionExpiryPlan
+    table: FileStoreTable,
+    plan: PartitionExpiryPlan,
+    *,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> PartitionExpiryResult:
     """Drop the plan's partitions: one OVERWRITE snapshot per batch deleting their live files.
 
@@ -415,7 +392,11 @@ def execute_partition_expiry(
     committed: list[int] = []
     for batch in plan.batches:
         producer = OverwriteProducer(
-            table, [], partitions=batch, commit_user=new_commit_user("expire-partitions")
+            table,
+            [],
+            partitions=batch,
+            commit_user=new_commit_user("expire-partitions"),
+            snapshot_writer=context.snapshot_writer,
         )
         if producer.is_empty(table.snapshot_manager().get_latest_snapshot()):
             log.info(
@@ -435,25 +416,6 @@ def execute_partition_expiry(
     return replace(result, snapshot_ids=tuple(committed), seconds=time.perf_counter() - start)
 
 
-def _expire_partitions(
-    table: FileStoreTable,
-    *,
-    expiration_time: timedelta | None = None,
-    strategy: str | None = None,
-    max_num: int | None = None,
-    dry_run: bool = False,
-    now: datetime | None = None,
-) -> PartitionExpiryResult:
-    """expire_partitions with the tests' clock (`now`, the local wall clock)."""
-    return run_planned(
-        lambda: _plan(
-            table, expiration_time=expiration_time, strategy=strategy, max_num=max_num, now=now
-        ),
-        lambda plan: execute_partition_expiry(table, plan),
-        dry_run=dry_run,
-    )
-
-
 def expire_partitions(
     table: FileStoreTable,
     *,
@@ -461,6 +423,7 @@ def expire_partitions(
     strategy: Strategy | None = None,
     max_num: int | None = None,
     dry_run: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> PartitionExpiryResult:
     """Drop partitions older than the expiration time, as Paimon's partition expiry does.
 
@@ -476,10 +439,14 @@ def expire_partitions(
     cannot read), InvalidTableSpecError (unpartitioned),
     UnsupportedLayoutError; not input: CommitConflictError, TransientStoreError.
     """
-    return _expire_partitions(
-        table,
-        expiration_time=expiration_time,
-        strategy=strategy,
-        max_num=max_num,
+    return run_planned(
+        lambda: plan_partition_expiry(
+            table,
+            expiration_time=expiration_time,
+            strategy=strategy,
+            max_num=max_num,
+            context=context,
+        ),
+        lambda plan: execute_partition_expiry(table, plan, context=context),
         dry_run=dry_run,
     )

@@ -35,11 +35,12 @@ from dagster_paimon.errors import (
     CorruptFileError,
     InvalidArgumentError,
     SnapshotNotFoundError,
-    StaleMaintenancePlanError,
     TagNotFoundError,
 )
 from dagster_paimon.failpoints import ROLLBACK_LATEST_MOVED, ROLLBACK_RECORDS_REMOVED, failpoint
+from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.deletion import changelog_lists, lists_named, metadata_to_delete
+from dagster_paimon.maintenance.guard import Seen, check_unchanged, seen
 from dagster_paimon.maintenance.references import CHANGELOG, Referrer, collect_used, referrers
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned
 from dagster_paimon.snapshot.metadata import (
@@ -52,8 +53,7 @@ from dagster_paimon.snapshot.metadata import (
     TableMetadata,
 )
 from dagster_paimon.storage.files import TableFiles, delete_logged
-from dagster_paimon.storage.snapshots import create_snapshot_if_absent, replace_file
-from dagster_paimon.storage.warehouse import table_files
+from dagster_paimon.storage.snapshots import replace_file
 from dagster_paimon.unsupported import ROLLBACK, check_supported_layout
 
 log = logging.getLogger(__name__)
@@ -129,8 +129,7 @@ class RollbackPlan:
     restored_from_tag: str | None
     data_files: tuple[str, ...]
     metadata_files: tuple[str, ...]
-    tags_seen: frozenset[tuple[str, int]] = field(default_factory=frozenset)
-    branches_seen: frozenset[str] = field(default_factory=frozenset)
+    seen: Seen = field(default_factory=Seen)
 
     def preview(self) -> RollbackResult:
         """What executing the plan would do."""
@@ -172,7 +171,7 @@ def _target(
     timestamp: datetime | None,
 ) -> tuple[int, str, Snapshot | None, str | None]:
     """(target id, how it was named, the snapshot to restore from a tag or None, that tag)."""
-    name = meta.table.identifier.get_full_name()
+    name = table_name(meta.table)
     present = set(ids)
     if tag is not None:
         tagged = _tag(meta, tag)
@@ -258,7 +257,7 @@ def plan_rollback(
     snapshot_id: int | None = None,
     tag: str | None = None,
     timestamp: datetime | None = None,
-    files: TableFiles | None = None,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> RollbackPlan:
     """What rolling back to exactly one of a snapshot id, a tag or a time removes; reads only.
 
@@ -277,8 +276,8 @@ def plan_rollback(
         raise InvalidArgumentError(f"snapshot_id must be an int >= 1, got {snapshot_id!r}")
     if tag is not None and (not isinstance(tag, str) or not tag or "/" in tag):
         raise InvalidArgumentError(f"tag must be a tag name, got {tag!r}")
-    meta = TableMetadata(table, files or table_files(table))
-    name = str(table.identifier.get_full_name())
+    meta = context.metadata(table)
+    name = table_name(table)
     ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
     if not ids:
         raise SnapshotNotFoundError(f"{name} has no snapshots to roll back; nothing was changed")
@@ -302,8 +301,7 @@ def plan_rollback(
         restored_from_tag=restored_from,
         data_files=tuple(data),
         metadata_files=tuple(metadata),
-        tags_seen=frozenset((n, s.id) for n, s in all_tags),
-        branches_seen=frozenset(b.name for b in meta.branches()[1:]),
+        seen=seen(meta, all_tags, ids),
     )
 
 
@@ -323,24 +321,8 @@ def drop_newest_snapshots(
         files.delete_files([meta.snapshot_path(i)])
 
 
-def _check_unchanged(meta: TableMetadata, plan: RollbackPlan) -> None:
-    """Refuse a plan that a commit, a tag or a branch made since planning would invalidate."""
-    ids = meta.ids(meta.main.dir("snapshot"), SNAPSHOT_PREFIX)
-    if ids[-1:] != [plan.previous_latest]:
-        raise StaleMaintenancePlanError(
-            f"the latest snapshot is now {ids[-1] if ids else None}, not "
-            f"{plan.previous_latest} as planned; nothing was changed"
-        )
-    tags = frozenset((n, s.id) for n, s in meta.tags())
-    branches = frozenset(b.name for b in meta.branches()[1:])
-    if tags != plan.tags_seen or branches != plan.branches_seen:
-        raise StaleMaintenancePlanError(
-            "tags or branches changed since planning; nothing was changed"
-        )
-
-
 def execute_rollback(
-    table: FileStoreTable, plan: RollbackPlan, *, files: TableFiles | None = None
+    table: FileStoreTable, plan: RollbackPlan, *, context: MaintenanceContext = DEFAULT_CONTEXT
 ) -> RollbackResult:
     """Carry out a rollback plan in the crash-safe order of the module docstring.
 
@@ -348,13 +330,15 @@ def execute_rollback(
     is changed), TransientStoreError.
     """
     start = time.perf_counter()
-    store = files or table_files(table)
+    store = context.table_files(table)
     meta = TableMetadata(table, store)
-    _check_unchanged(meta, plan)
+    check_unchanged(
+        meta, plan.seen, latest=True, same_tags_and_branches=True, then="roll back again"
+    )
     snapshot_dir = meta.main.dir("snapshot")
     if plan.restore is not None:
         text = JSON.to_json(plan.restore, indent=2)
-        create_snapshot_if_absent(meta.file_io, meta.snapshot_path(plan.target), text)
+        context.snapshot_writer(meta.file_io, meta.snapshot_path(plan.target), text)
     if plan.snapshot_ids or plan.restore is not None:
         drop_newest_snapshots(meta, store, plan.target, plan.snapshot_ids)
     if plan.restore is not None:
@@ -401,6 +385,7 @@ def rollback_to(
     tag: str | None = None,
     timestamp: datetime | None = None,
     dry_run: bool = False,
+    context: MaintenanceContext = DEFAULT_CONTEXT,
 ) -> RollbackResult:
     """Roll the table back to exactly one of: a snapshot id, a tag, or the newest snapshot
     committed at or before a time (a naive datetime is UTC).
@@ -409,25 +394,10 @@ def rollback_to(
     not input: StaleMaintenancePlanError (the table changed meanwhile; nothing changed),
     MaintenanceAbortedError, TransientStoreError.
     """
-    return _rollback_to(
-        table, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, dry_run=dry_run
-    )
-
-
-def _rollback_to(
-    table: FileStoreTable,
-    *,
-    snapshot_id: int | None = None,
-    tag: str | None = None,
-    timestamp: datetime | None = None,
-    dry_run: bool = False,
-    files: TableFiles | None = None,
-) -> RollbackResult:
-    """rollback_to with the tests' hook: a file store."""
     return run_planned(
         lambda: plan_rollback(
-            table, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, files=files
+            table, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, context=context
         ),
-        lambda plan: execute_rollback(table, plan, files=files),
+        lambda plan: execute_rollback(table, plan, context=context),
         dry_run=dry_run,
     )

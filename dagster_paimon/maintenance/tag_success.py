@@ -15,7 +15,6 @@ file first for the same reason.
 from __future__ import annotations
 
 import json
-import time
 
 from dagster_paimon.errors import CorruptFileError
 from dagster_paimon.snapshot.metadata import TableMetadata
@@ -35,10 +34,9 @@ def success_json(creation_ms: int, modification_ms: int) -> str:
     return f'{{\n  "creationTime" : {creation_ms},\n  "modificationTime" : {modification_ms}\n}}'
 
 
-def notify_creation(meta: TableMetadata, name: str) -> None:
-    """notifyCreation: a new success file, or the existing one with a new modificationTime."""
+def notify_creation(meta: TableMetadata, name: str, now_ms: int) -> None:
+    """notifyCreation: a new success file, or the existing one with modificationTime `now_ms`."""
     path = success_path(meta, name)
-    now_ms = int(time.time() * 1000)
     try:
         text = meta.file_io.read_file_utf8(path)
     except FileNotFoundError:
@@ -52,11 +50,11 @@ def notify_creation(meta: TableMetadata, name: str) -> None:
     replace_file(meta.file_io, path, success_json(created, now_ms))
 
 
-def finish_creation(meta: TableMetadata, name: str) -> bool:
+def finish_creation(meta: TableMetadata, name: str, now_ms: int) -> bool:
     """Write the success file of a tag an interrupted creation left without one; True if so."""
     if meta.file_io.exists(success_path(meta, name)):
         return False
-    notify_creation(meta, name)
+    notify_creation(meta, name, now_ms)
     return True
 
 

@@ -16,7 +16,7 @@ from dagster_paimon.maintenance.expire import execute_expiry, plan_expiry
 from dagster_paimon.maintenance.options import HOUR_MS, RetentionOverrides
 from dagster_paimon.storage.local import LocalFiles
 from dagster_paimon.table import open_catalog
-from tests.hooks import expire_snapshots
+from tests.hooks import context, expire_snapshots
 from tests.lsm.kvmodel import read_rows
 from tests.lsm.tables import compact
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, append, history, later_ms
@@ -140,7 +140,7 @@ def test_other_branches_keep_the_files_they_share(warehouse):
 
 def test_a_tag_created_after_planning_stops_execution(warehouse):
     table = history(warehouse, 5, compact_after=(4,))
-    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, context=context(now_ms=later_ms()))
     table.create_tag("late", 2)
     with pytest.raises(StaleMaintenancePlanError, match="late"):
         execute_expiry(table, plan)
@@ -150,7 +150,7 @@ def test_a_tag_created_after_planning_stops_execution(warehouse):
 
 def test_a_consumer_registered_after_planning_stops_execution(warehouse):
     table = history(warehouse, 5)
-    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, context=context(now_ms=later_ms()))
     set_consumer(table, "late", 2)
     with pytest.raises(StaleMaintenancePlanError, match="consumer"):
         execute_expiry(table, plan)
@@ -158,7 +158,7 @@ def test_a_consumer_registered_after_planning_stops_execution(warehouse):
 
 def test_commits_landing_after_planning_keep_their_files(warehouse):
     table = history(warehouse, 5)
-    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, context=context(now_ms=later_ms()))
     append(table, 50)
     compact(table, warehouse, full=True)
     latest = snapshot_ids(table)[-1]
@@ -170,7 +170,7 @@ def test_commits_landing_after_planning_keep_their_files(warehouse):
 def test_files_the_latest_snapshot_uses_are_never_deleted(warehouse):
     table = history(warehouse, 3)
     live = sorted(all_refs(table)[3].data)
-    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, now_ms=later_ms())
+    plan = plan_expiry(table, overrides=EXPIRE_ALL_BUT_LAST, context=context(now_ms=later_ms()))
     tampered = replace(plan, data_files=(*plan.data_files, *live))
     execute_expiry(table, tampered)
     assert all(exists(p) for p in live)

@@ -20,14 +20,16 @@ from dagster_paimon.errors import (
 )
 from dagster_paimon.maintenance import maintain as maintain_module
 from dagster_paimon.maintenance.consumers import list_consumers
-from dagster_paimon.maintenance.maintain import STEPS, _maintain, maintain
+from dagster_paimon.maintenance.maintain import STEPS, maintain
 from dagster_paimon.maintenance.tags import list_tags
 from dagster_paimon.table import TableSpec, create_table
 from tests.conftest import write_with_pypaimon
+from tests.hooks import context
 from tests.maintenance.histories import history
 from tests.maintenance.oracle import set_consumer, snapshot_ids
 
 NOW = datetime(2024, 1, 10, 12, 0)  # local wall clock, as every step reads it
+AT_NOW = context(now=NOW)
 DAYS = [f"2024-01-{d:02d}" for d in range(1, 11)]
 SCHEMA = pa.schema(
     [
@@ -100,7 +102,7 @@ def table(warehouse):
 
 
 def test_the_pass_runs_every_step_in_order(table):
-    result = _maintain(table, now=NOW)
+    result = maintain(table, context=AT_NOW)
 
     assert result.skipped == {} and result.steps_run == 5 and not result.dry_run
     # 1. daily tags on the snapshot each day's end saw first; num-retained-max keeps two. Taken
@@ -138,7 +140,7 @@ def test_the_pass_runs_every_step_in_order(table):
 
 def test_dry_run_changes_nothing(table):
     before = tree(table)
-    result = _maintain(table, dry_run=True, now=NOW)
+    result = maintain(table, dry_run=True, context=AT_NOW)
     assert tree(table) == before
     assert result.dry_run and result.steps_run == 5
     assert result.tag_creation.dry_run and len(result.tag_creation.created) == 10
@@ -177,9 +179,9 @@ def test_a_failing_step_stops_the_pass(table, monkeypatch):
     def conflict(*args, **kwargs):
         raise CommitConflictError("another commit replaced the files")
 
-    monkeypatch.setattr(maintain_module, "_expire_partitions", conflict)
+    monkeypatch.setattr(maintain_module, "expire_partitions", conflict)
     with pytest.raises(MaintenanceStepError) as caught:
-        _maintain(table, now=NOW)
+        maintain(table, context=AT_NOW)
     error = caught.value
     assert error.step == "partition_expiry" and not isinstance(error, InputError)
     assert "stopped at step partition_expiry" in str(error)
@@ -196,9 +198,9 @@ def test_an_input_error_of_a_step_stays_an_input_error(table, monkeypatch):
     def refuse(*args, **kwargs):
         raise InvalidOptionError("bad partition.timestamp-formatter")
 
-    monkeypatch.setattr(maintain_module, "_expire_consumers", refuse)
+    monkeypatch.setattr(maintain_module, "expire_consumers", refuse)
     with pytest.raises(MaintenanceStepInputError) as caught:
-        _maintain(table, now=NOW)
+        maintain(table, context=AT_NOW)
     assert caught.value.step == "consumer_expiry" and isinstance(caught.value, InputError)
     assert snapshot_ids(table) == list(range(1, 12))  # partition expiry committed 11
 
@@ -240,7 +242,7 @@ def test_overrides_run_the_steps_for_this_pass_only(warehouse):
     table whose own options they are; its schema is not changed."""
     table = build(warehouse, {"snapshot.num-retained.min": "5"})
     schemas = schema_files(table)
-    result = _maintain(table, options=OPTIONS, now=NOW)
+    result = maintain(table, options=OPTIONS, context=AT_NOW)
 
     assert result.skipped == {} and result.steps_run == 5
     assert {t.name: t.snapshot_id for t in list_tags(table)} == {
@@ -279,5 +281,5 @@ def test_overrides_run_the_steps_for_this_pass_only(warehouse):
 def test_a_bad_override_fails_before_any_step(table, overrides, error, named):
     before = tree(table)
     with pytest.raises(error, match=re.escape(named)):
-        _maintain(table, options=overrides, now=NOW)
+        maintain(table, options=overrides, context=AT_NOW)
     assert tree(table) == before

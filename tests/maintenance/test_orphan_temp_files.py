@@ -18,7 +18,7 @@ from dagster_paimon.maintenance.orphans import plan_orphan_removal
 from dagster_paimon.storage.files import is_temp_name
 from dagster_paimon.table import open_table
 from tests.crash_child import Zygote
-from tests.hooks import remove_orphans
+from tests.hooks import context, remove_orphans
 from tests.lsm.kvmodel import apply_dedup, read_rows, sorted_rows
 from tests.lsm.tables import KEY, cdc_batch
 from tests.maintenance.histories import history
@@ -211,7 +211,9 @@ def test_s3_temp_objects_of_pypaimon_or_java_renames_go_once_old(s3_warehouse):
     temp = f"{table.table_path}/snapshot/.snapshot-3.{uuid.uuid4()}.tmp"
     table.file_io.write_file(temp, '{"id": 3}', overwrite=False)
     now = int(time.time() * 1000)
-    assert plan_orphan_removal(table, older_than_ms=DAY_MS, now_ms=now).orphans == ()
+    assert (
+        plan_orphan_removal(table, older_than_ms=DAY_MS, context=context(now_ms=now)).orphans == ()
+    )
     later = now + DAY_MS + 60_000
     result = remove_orphans(table, older_than_ms=DAY_MS, now_ms=later)
     assert result.orphans == (temp,) and result.deleted == 1

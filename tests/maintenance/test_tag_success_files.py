@@ -161,10 +161,12 @@ def test_batch_retention_within_one_snapshot_runs_callbacks(warehouse):
 
 
 def test_a_failed_success_file_is_finished_by_a_retry(warehouse, monkeypatch):
-    import dagster_paimon.maintenance.tags as tags
+    import dagster_paimon.maintenance.tag_files as tag_files
 
     table = history(warehouse, 3, **ON)
-    monkeypatch.setattr(tags, "notify_creation", lambda meta, name: (_ for _ in ()).throw(OSError))
+    monkeypatch.setattr(
+        tag_files, "notify_creation", lambda meta, name, now_ms: (_ for _ in ()).throw(OSError)
+    )
     with pytest.raises(OSError):
         create_tag(table, "t", snapshot_id=2)
     monkeypatch.undo()

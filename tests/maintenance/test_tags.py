@@ -16,7 +16,8 @@ from dagster_paimon.errors import (
     TagExistsError,
     TagNotFoundError,
 )
-from dagster_paimon.maintenance.tags import PeriodHandler, delete_tag, list_tags
+from dagster_paimon.maintenance.tag_options import PeriodHandler
+from dagster_paimon.maintenance.tags import delete_tag, list_tags
 from tests.hooks import create_automatic_tags, create_tag, expire_snapshots, expire_tags
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, append, history, later_ms
 from tests.maintenance.oracle import (
@@ -330,7 +331,7 @@ def test_no_mode_creates_nothing(warehouse):
 
 
 def test_period_names_parse_strictly():
-    from dagster_paimon.maintenance.tags import PeriodHandler as P
+    from dagster_paimon.maintenance.tag_options import PeriodHandler as P
 
     daily = P.from_options({})
     assert daily.to_name(datetime(2024, 2, 3)) == "2024-02-03"

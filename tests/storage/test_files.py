@@ -14,7 +14,7 @@ from dagster_paimon.maintenance.orphans import plan_orphan_removal
 from dagster_paimon.storage.local import LocalFiles
 from dagster_paimon.storage.s3 import S3Files, S3Settings
 from dagster_paimon.storage.warehouse import table_files
-from tests.hooks import expire_snapshots, remove_orphans
+from tests.hooks import context, expire_snapshots, remove_orphans
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, history, later_ms
 from tests.maintenance.oracle import rows_at, snapshot_ids
 
@@ -115,7 +115,11 @@ def test_s3_orphan_ages_come_from_last_modified(s3_warehouse):
     stray = f"{table.table_path}/dt=2024-01-02/bucket-1/data-stray.parquet"
     table.file_io.write_file(stray, "stray", overwrite=False)
     now = int(time.time() * 1000)
-    assert plan_orphan_removal(table, older_than_ms=DAY_MS, now_ms=now).orphans == ()
-    plan = plan_orphan_removal(table, older_than_ms=DAY_MS, now_ms=now + DAY_MS + 60_000)
+    assert (
+        plan_orphan_removal(table, older_than_ms=DAY_MS, context=context(now_ms=now)).orphans == ()
+    )
+    plan = plan_orphan_removal(
+        table, older_than_ms=DAY_MS, context=context(now_ms=now + DAY_MS + 60_000)
+    )
     assert [s.path for s in plan.orphans] == [stray]
     assert abs(plan.orphans[0].mtime_ms - now) < 60_000
