@@ -214,7 +214,7 @@ def compact_in_child(warehouse: str, full: bool = True) -> dict:
     """Run our compaction (full by default) in a fresh process so its peak RSS is its own."""
     code = (
         "import json,sys,time;"
-        "from dagster_paimon.lsm.compaction.compact import compact_open_table;"
+        "from dagster_paimon.kinds import compact_open_table;"
         "from dagster_paimon.table import TableRef;"
         "from dagster_paimon.table import open_table;"
         f"t=open_table({warehouse!r},{IDENT!r});t0=time.perf_counter();"

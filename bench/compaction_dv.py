@@ -39,7 +39,7 @@ KEYS = ("l_orderkey", "l_linenumber")
 
 def build(warehouse: str, data: pa.Table, upserts: pa.Table, options: dict[str, str]) -> None:
     """The base compacted to the top level, then the upserts in level 0."""
-    from dagster_paimon.lsm.compaction import compact_table
+    from dagster_paimon.kinds import compact_table
 
     spec = TableSpec("bench", "lineitem", data.schema, KEYS, 1, (), options)
     create_table(warehouse, spec)

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.manifests import compact_manifests
 from dagster_paimon.maintenance.orphans import remove_orphans

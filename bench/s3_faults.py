@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compaction import IDENT, build_with_arrow, lineitem  # noqa: E402
 
-from dagster_paimon.lsm.compaction import compact_open_table  # noqa: E402
+from dagster_paimon.kinds import compact_open_table  # noqa: E402
 from dagster_paimon.table import TableRef, open_table  # noqa: E402
 from tests.s3server import S3Server, moto_server  # noqa: E402
 

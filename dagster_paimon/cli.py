@@ -410,7 +410,7 @@ def health(shared: Shared, partition: dict[str, str] | None) -> tuple[dict, str]
     target-file-size x compaction.small-file-ratio), bytes, rows and rows deletion vectors
     delete. Either kind names, under "conflicting_compactors" (null when none), other writers
     whose COMPACT snapshots are among the table's newest while it is not write-only."""
-    from dagster_paimon.lsm.model.levels import table_health
+    from dagster_paimon.kinds import table_health
 
     table = table_of(shared)
     report = table_health(table, partition)
@@ -459,7 +459,7 @@ def compact(
     """Plan Paimon's universal compaction (or a full one) of every bucket (append tables:
     small-file compaction per bucket or per partition) and, unless --dry-run, run it and
     commit one COMPACT snapshot."""
-    from dagster_paimon.lsm.compaction import compact_open_table
+    from dagster_paimon.kinds import compact_open_table
 
     def run(table: FileStoreTable, ref: TableRef, tasks: TaskExecutor | None) -> Any:
         return compact_open_table(
@@ -1120,6 +1120,7 @@ def _table_row(
     row.update(skipped=skipped, error=None)
     if skipped is not None:
         return row, None
+    from dagster_paimon.kinds import health_of
     from dagster_paimon.lsm.model.levels import read_levels
     from dagster_paimon.table import open_table
     from dagster_paimon.unsupported import option_findings
@@ -1127,7 +1128,7 @@ def _table_row(
     assert shared.warehouse is not None
     try:
         table = open_table(shared.warehouse, name, options)
-        report = read_levels(table).health_report()
+        report = health_of(read_levels(table))
     except Exception as e:
         if transient_cause(e) is not None:
             raise

@@ -20,16 +20,15 @@ from pypaimon.table.file_store_table import FileStoreTable
 from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.ingest.arrow import MODES, ingest_arrow
 from dagster_paimon.ingest.result import IngestResult
+from dagster_paimon.kinds import Health, compact_open_table, table_health
 from dagster_paimon.lsm.compaction import (
     CompactionResult,
     LocalExecutor,
     RescaleResult,
     TaskExecutor,
-    compact_open_table,
     rescale_open_table,
 )
-from dagster_paimon.lsm.model.append_health import Health
-from dagster_paimon.lsm.model.levels import TableLevels, read_levels, table_health
+from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.maintenance.consumers import (
     ConsumerList,
     ConsumerRemovalResult,

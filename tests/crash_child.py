@@ -201,7 +201,7 @@ def run_op(op: str, warehouse: str, args: dict) -> dict:
     identifier = args.get("identifier", IDENTIFIER)
     table = open_table(warehouse, identifier)
     if op == "compact":
-        from dagster_paimon.lsm.compaction.compact import compact_open_table
+        from dagster_paimon.kinds import compact_open_table
 
         ref = TableRef.of(warehouse, identifier)
         result = compact_open_table(table, ref, full=bool(args.get("full", False)))

@@ -425,14 +425,14 @@ def test_exit_codes_by_kind(capsys, caplog, monkeypatch, warehouse, orders_table
     assert code == 2 and "DB.TABLE" in err
 
     # a bug: an invariant of ours failing, and any exception we never meant to raise
-    from dagster_paimon.lsm.model import levels
+    from dagster_paimon.kinds import resolve
 
     for bug in (InternalError("level invariant broken"), KeyError("oops")):
 
         def broken(*_args, bug=bug, **_kwargs):
             raise bug
 
-        monkeypatch.setattr(levels, "read_levels", broken)
+        monkeypatch.setattr(resolve, "read_levels", broken)
         caplog.clear()
         code, out, err = run_cli(capsys, *args)
         assert code == 70 and out == ""

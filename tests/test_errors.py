@@ -21,7 +21,7 @@ from dagster_paimon.errors import (
     TableNotFoundError,
 )
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.orphans import remove_orphans

@@ -27,7 +27,7 @@ import pytest
 
 from dagster_paimon import failpoints as fp
 from dagster_paimon.io.index import deletion_indexes
-from dagster_paimon.lsm.compaction.compact import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, create_table, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon

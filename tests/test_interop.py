@@ -41,7 +41,7 @@ from pypaimon_rust.datafusion import PaimonCatalog, SQLContext
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_open_table, compact_table
+from dagster_paimon.kinds import compact_open_table, compact_table
 from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.results import Metrics
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table

@@ -57,6 +57,20 @@ ENGINE = {
         "lsm.write",
         "lsm.compaction",
     },
+    # the table kinds: health, compaction planning and what is due, over both engines
+    "kinds": {
+        "base",
+        "storage",
+        "table",
+        "io",
+        "snapshot",
+        "commit",
+        "lsm.model",
+        "lsm.merge",
+        "lsm.write",
+        "lsm.compaction",
+        "kinds",
+    },
     "ingest": {
         "base",
         "storage",

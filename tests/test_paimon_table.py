@@ -47,12 +47,12 @@ from dagster_paimon import (
     compact_table,
 )
 from dagster_paimon import errors as errors
-from dagster_paimon.lsm.compaction import LocalExecutor
-from dagster_paimon.lsm.model.append_health import (
+from dagster_paimon.kinds.append_health import (
     AppendBucketHealth,
     AppendHealthTotals,
     AppendTableHealth,
 )
+from dagster_paimon.lsm.compaction import LocalExecutor
 from dagster_paimon.lsm.model.health import BucketHealth, HealthTotals
 from dagster_paimon.results import DETAIL, METRIC, Reported
 from dagster_paimon.table import open_catalog

@@ -21,7 +21,7 @@ from dagster_paimon.errors import (
     UnsupportedLayoutError,
 )
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.maintenance.consumers import clear_consumers
 from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.maintenance.partitions import expire_partitions

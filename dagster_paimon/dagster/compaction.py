@@ -8,7 +8,7 @@ from pydantic import Field
 from dagster_paimon.dagster.metadata import health_metadata, metric_metadata
 from dagster_paimon.dagster.retries import retried_when_transient
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.kinds import compact_open_table, health_of
 from dagster_paimon.lsm.model.levels import read_levels
 
 
@@ -59,7 +59,7 @@ def build_compaction_asset(spec: PaimonTableSpec) -> AssetsDefinition:
                 partition=partition,
                 executor=executor,
             )
-            health = read_levels(table, partition=partition).health_report()
+            health = health_of(read_levels(table, partition=partition))
         context.log.info(report.summary())
         return MaterializeResult(
             # the compaction's snapshot id wins over the health's (None when nothing was done)

@@ -22,7 +22,8 @@ from dagster_paimon.dagster.metadata import result_metadata
 from dagster_paimon.dagster.retries import retried_when_transient
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.errors import InputError, InvalidArgumentError
-from dagster_paimon.lsm.compaction import compact_open_table, rescale_open_table
+from dagster_paimon.kinds import compact_open_table
+from dagster_paimon.lsm.compaction import rescale_open_table
 from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
 from dagster_paimon.maintenance.maintain import maintain, pass_options
 from dagster_paimon.maintenance.manifests import compact_manifests

@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 from dagster import MetadataValue, TableColumn, TableSchema
 
-from dagster_paimon.lsm.model.append_health import Health
+from dagster_paimon.kinds import Health
 from dagster_paimon.results import Reported
 
 NAMESPACE = "paimon/"

@@ -33,8 +33,7 @@ from dagster_paimon.errors import (
     TransientStoreError,
     WarehouseUnreachableError,
 )
-from dagster_paimon.lsm.compaction import plan_append_tasks
-from dagster_paimon.lsm.model.health import BucketHealth
+from dagster_paimon.kinds import health_of, kind_of
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.lsm.model.watch import LevelsWatch
 from dagster_paimon.snapshot.resolve import read_snapshot
@@ -80,47 +79,6 @@ class SensorCursor:
         return json.dumps(asdict(self), sort_keys=True)
 
 
-def needs_compaction(
-    bucket: BucketHealth, trigger: int, max_amp: int, *, lift_level0: bool = False
-) -> bool:
-    """More sorted runs than the trigger, or more size amplification than allowed; for lookup
-    tables (`lift_level0`) any level-0 file, as Paimon compacts it up at every trigger
-    (ForceUpLevel0Compaction) and readers of deletion-vector tables do not see level 0; for a
-    postpone bucket any file, as its rows stay invisible until compaction moves them."""
-    if bucket.postponed:
-        return bucket.files > 0
-    return (
-        bucket.sorted_runs > trigger
-        or bucket.size_amplification_percent > max_amp
-        or (lift_level0 and bucket.level0_files > 0)
-    )
-
-
-def unhealthy_partitions(
-    levels: TableLevels, trigger: int | None = None, max_amp: int | None = None
-) -> set[tuple[tuple[str, str], ...]]:
-    """Paimon partitions (as sorted key/value pairs) with at least one bucket over a limit.
-
-    The limits default to the table's own Paimon options. An append table's are the partitions
-    Paimon's append compaction would rewrite files of now (its coordinator, or a bucket's
-    compaction manager).
-    """
-    if levels.is_append:
-        assert levels.schema is not None  # an append table has a schema
-        return {
-            tuple(sorted(t.partition.spec.items()))
-            for t in plan_append_tasks(levels, levels.schema.options)
-        }
-    options = levels.options
-    trigger = options.num_sorted_run_compaction_trigger if trigger is None else trigger
-    max_amp = options.max_size_amplification_percent if max_amp is None else max_amp
-    return {
-        tuple(sorted(b.partition.spec.items()))
-        for b in levels.buckets
-        if needs_compaction(b.health(), trigger, max_amp, lift_level0=options.needs_lookup)
-    }
-
-
 def _partition_keys_by_paimon(
     spec: PaimonTableSpec, context: SensorEvaluationContext
 ) -> dict[tuple[tuple[str, str], ...], str]:
@@ -146,8 +104,10 @@ def table_requests(
     nor in flight, and how many partitions are unhealthy; `scope` prefixes cursor and run keys
     when one sensor serves several tables."""
     snapshot = levels.snapshot_id or 0
-    unhealthy = unhealthy_partitions(
-        levels, spec.sensor_sorted_run_trigger, spec.sensor_max_size_amplification_percent
+    unhealthy = kind_of(levels.schema).partitions_to_compact(
+        levels,
+        trigger=spec.sensor_sorted_run_trigger,
+        max_amp=spec.sensor_max_size_amplification_percent,
     )
     targets: dict[str, str | None]
     if spec.partitions_def is None:
@@ -359,7 +319,7 @@ def build_warehouse_sensor(
                 missing.append(f"{spec.identifier} ({outcome})")
                 continue
             levels, retained = outcome
-            metrics = {**levels.health_report().metrics(), **retained}
+            metrics = {**health_of(levels).metrics(), **retained}
             events.append(
                 AssetObservation(asset_key=spec.asset_key, metadata=metric_metadata(metrics))
             )

@@ -21,7 +21,7 @@ from dagster_paimon.census.census import (
 from dagster_paimon.census.extract import declared
 from dagster_paimon.census.page import page
 from dagster_paimon.cli import main
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.table import TableRef, create_table, open_table
 from dagster_paimon.unsupported import MODES
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon

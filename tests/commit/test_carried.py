@@ -14,7 +14,7 @@ from pypaimon.schema.schema_change import SchemaChange
 
 from dagster_paimon.commit.carried import MAX_SEQUENCE_NUMBER
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import TableRef, create_table, open_catalog, open_table

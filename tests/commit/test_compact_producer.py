@@ -9,7 +9,7 @@ import pytest
 
 from dagster_paimon.commit.producers import CompactProducer
 from dagster_paimon.errors import CommitConflictError
-from dagster_paimon.lsm.compaction.compact import plan_compaction
+from dagster_paimon.kinds import plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.snapshot.entries import live_entries

@@ -16,7 +16,7 @@ from dagster import (
 )
 from dagster_pyspark import LazyPySparkResource
 
-from dagster_paimon.dagster.checks import evaluate_small_files
+from dagster_paimon.dagster.checks import evaluate_levels
 from dagster_paimon.dagster.factory import build_paimon_table_definitions
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
@@ -92,4 +92,4 @@ def test_an_append_table_ingests_and_compacts_through_its_assets(spark, tmp_path
     files = {b.partition.label(): len(b.levels.all_files()) for b in read_levels(table).buckets}
     assert files == {"dt=2024-01-01": 1, "dt=2024-01-02": 1}
     assert rows() == model
-    assert evaluate_small_files(read_levels(table)).passed
+    assert evaluate_levels(read_levels(table)).passed

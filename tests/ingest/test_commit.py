@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction.compact import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import committed_files, data_files_on_disk
 from tests.crash_child import GATE_TIMEOUT_S, run_child

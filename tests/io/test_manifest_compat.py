@@ -13,7 +13,7 @@ from pypaimon.common.json_util import JSON
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from dagster_paimon.io.manifest_compat import ManifestReader
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import TableRef, create_table, open_table

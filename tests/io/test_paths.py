@@ -6,7 +6,7 @@ import pytest
 
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.paths import file_extension
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, create_table, open_table
 from tests.conftest import orders_batch, orders_spec

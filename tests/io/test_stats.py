@@ -30,7 +30,7 @@ from dagster_paimon.io.stats import (
     truncate_max,
     truncate_min,
 )
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, open_table
 

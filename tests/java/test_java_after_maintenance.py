@@ -12,7 +12,8 @@ import pytest
 from pypaimon import CatalogFactory
 from pypaimon.schema.schema_change import SchemaChange
 
-from dagster_paimon.lsm.compaction import compact_open_table, rescale_table
+from dagster_paimon.kinds import compact_open_table
+from dagster_paimon.lsm.compaction import rescale_table
 from dagster_paimon.maintenance.rollback import rollback_to
 from dagster_paimon.maintenance.tags import create_tag, delete_tag
 from dagster_paimon.table import TableRef, open_table

@@ -30,7 +30,7 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.io.index import VectorIndex, deleted_rows, deletion_indexes
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.table import TableRef, open_table

@@ -12,7 +12,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.table import TableRef, open_table
 from tests.java.test_java_tables import Model, spec
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, open_table
 from tests.java.test_java_tables import NAMES, Model, java_read, spec

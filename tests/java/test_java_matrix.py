@@ -35,7 +35,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from dagster_paimon import cli
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.table import TableRef, open_table
 from tests.hooks import compact_manifests, expire_changelogs, expire_snapshots, remove_orphans

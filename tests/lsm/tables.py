@@ -6,7 +6,7 @@ import random
 
 import pyarrow as pa
 
-from dagster_paimon.lsm.compaction.compact import compact_open_table, compact_table
+from dagster_paimon.kinds import compact_open_table, compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon

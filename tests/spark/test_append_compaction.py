@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from dagster_paimon.lsm.compaction.compact import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.spark.executor import SparkExecutor
 from dagster_paimon.table import TableRef, open_table
 from tests.lsm.compaction.test_append import (

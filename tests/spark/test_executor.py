@@ -10,7 +10,7 @@ import time
 import pytest
 
 from dagster_paimon.commit.producers import CompactProducer
-from dagster_paimon.lsm.compaction.compact import compact_open_table, compact_table, plan_compaction
+from dagster_paimon.kinds import compact_open_table, compact_table, plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.spark.executor import SparkExecutor

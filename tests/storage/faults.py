@@ -24,7 +24,8 @@ from pypaimon import CatalogFactory
 from pypaimon.snapshot.snapshot import Snapshot
 
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_open_table, plan_append_tasks
+from dagster_paimon.kinds import compact_open_table
+from dagster_paimon.lsm.compaction import plan_append_tasks
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table

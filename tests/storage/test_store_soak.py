@@ -15,7 +15,7 @@ import pytest
 
 from dagster_paimon.errors import TransientStoreError
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from tests.conftest import orders_batch
 from tests.faultproxy import FAULTS, Rule, fault_proxy
 from tests.hooks import compact_manifests

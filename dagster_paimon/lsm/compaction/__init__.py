@@ -1,17 +1,14 @@
 """Compaction: strategies, task plans, task execution, executors and the table-wide run.
 
 What adapters (CLI, Dagster, Spark) and PaimonTable use is exported here; the engine itself
-never imports it.
+never imports it. A whole table is compacted through its kind (dagster_paimon.kinds).
 """
 
 from dagster_paimon.lsm.compaction.append_plan import AppendTask, plan_append_tasks
 from dagster_paimon.lsm.compaction.compact import (
     CompactionPlan,
     CompactionResult,
-    compact_open_table,
-    compact_table,
     execute_compaction,
-    plan_compaction,
 )
 from dagster_paimon.lsm.compaction.executor import (
     COMPACTION,
@@ -42,12 +39,9 @@ __all__ = [
     "TaskExecutor",
     "TaskPlan",
     "Work",
-    "compact_open_table",
-    "compact_table",
     "execute_compaction",
     "execute_rescale",
     "plan_append_tasks",
-    "plan_compaction",
     "plan_rescale",
     "rescale_open_table",
     "rescale_table",

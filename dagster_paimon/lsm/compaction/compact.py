@@ -1,4 +1,6 @@
-"""Table-wide compaction: levels -> strategy -> unit -> task plan per bucket, run, one commit."""
+"""Compaction of a table's buckets: levels -> strategy -> unit -> task plan per bucket
+(primary-key tables) or the files append compaction rewrites (append tables), run, one commit.
+Which planner a table takes is its kind's choice (kinds/)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.producers import CompactProducer
-from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError, transient_errors
+from dagster_paimon.errors import InvalidOptionError, transient_errors
 from dagster_paimon.lsm.compaction.append_plan import (
     AppendTask,
     plan_append_tasks,
@@ -34,7 +36,7 @@ from dagster_paimon.lsm.compaction.strategy import (
     trigger_compaction,
 )
 from dagster_paimon.lsm.compaction.task import CompactResult
-from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels, read_levels
+from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.record_expiry import RecordLevelExpire
 from dagster_paimon.lsm.write.level0 import BucketWrite
@@ -43,9 +45,8 @@ from dagster_paimon.options import (
     DELETION_VECTORS,
     FIRST_ROW,
     POSTPONE_BUCKET,
-    RECORD_LEVEL_EXPIRE_TIME,
 )
-from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned
+from dagster_paimon.results import DETAIL, METRIC, Reported
 from dagster_paimon.table import TableRef
 from dagster_paimon.unsupported import COMPACTION, check_supported_layout
 
@@ -308,24 +309,15 @@ class CompactionPlan:
         )
 
 
-def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPlan:
-    """Plan a compaction of every bucket in `levels` (already filtered to a partition if wanted).
+def plan_lsm_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPlan:
+    """Plan a compaction of every LSM tree in `levels` (already filtered to a partition if
+    wanted): Paimon's pick per bucket, or full; postponed rows move into real buckets first.
 
     Raises InvalidOptionError (malformed or contradictory table options), UnsupportedLayoutError (a
     Paimon mode we do not compact).
     """
     if levels.schema is not None:
         check_supported_layout(levels.schema, operation=COMPACTION)
-        if not levels.schema.primary_keys:
-            appends = plan_append_tasks(levels, levels.schema.options, full=full)
-            log.info(
-                "planned %d append compaction tasks over %d buckets of %s at snapshot %s",
-                len(appends),
-                len(levels.buckets),
-                levels.table,
-                levels.snapshot_id,
-            )
-            return CompactionPlan(levels.table, levels.snapshot_id, appends, work=APPEND_COMPACTION)
     options = compaction_job_options(levels.options)
     check_supported(options)
     expire = RecordLevelExpire.for_table(levels.schema) if levels.schema else None
@@ -369,6 +361,26 @@ def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPla
         levels.snapshot_id,
     )
     return CompactionPlan(levels.table, levels.snapshot_id, tasks, moves, plan_moved)
+
+
+def plan_append_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPlan:
+    """Plan a compaction of an append table's buckets in `levels`: the files Paimon's append
+    compaction would rewrite now, or all of them (full).
+
+    Raises InvalidOptionError (a malformed table option), UnsupportedLayoutError (a Paimon mode
+    we do not compact).
+    """
+    assert levels.schema is not None, "an append table has a schema"
+    check_supported_layout(levels.schema, operation=COMPACTION)
+    appends = plan_append_tasks(levels, levels.schema.options, full=full)
+    log.info(
+        "planned %d append compaction tasks over %d buckets of %s at snapshot %s",
+        len(appends),
+        len(levels.buckets),
+        levels.table,
+        levels.snapshot_id,
+    )
+    return CompactionPlan(levels.table, levels.snapshot_id, appends, work=APPEND_COMPACTION)
 
 
 def execute_compaction(
@@ -421,55 +433,4 @@ def execute_compaction(
         moves=plan.moves,
         placed_bytes=sum(f.file_size for ws in placed for w in ws for f in w.files),
         seconds=time.perf_counter() - start,
-    )
-
-
-def compact_table(
-    ref: TableRef,
-    *,
-    full: bool = False,
-    partition: Mapping[str, str] | None = None,
-    executor: TaskExecutor | None = None,
-    dry_run: bool = False,
-) -> CompactionResult:
-    """Plan (Paimon's pick per bucket, or full) and, unless dry_run, run and commit it.
-
-    The table is opened through `ref`, which executors in other processes (Spark) reopen too.
-    Raises InvalidArgumentError (`ref` is not a TableRef, a partition key the table lacks),
-    TableNotFoundError and the other errors of opening a table, InvalidOptionError (malformed
-    or contradictory table options), UnsupportedLayoutError (a Paimon mode we do not compact);
-    not input: CommitConflictError, CorruptMetadataError, TransientStoreError.
-    """
-    if not isinstance(ref, TableRef):
-        raise InvalidArgumentError(
-            f"compact_table takes a TableRef (TableRef.of(warehouse, 'db.table')), got {ref!r}"
-        )
-    return compact_open_table(
-        ref.open(), ref, full=full, partition=partition, executor=executor, dry_run=dry_run
-    )
-
-
-def compact_open_table(
-    table: FileStoreTable,
-    ref: TableRef,
-    *,
-    full: bool = False,
-    partition: Mapping[str, str] | None = None,
-    executor: TaskExecutor | None = None,
-    dry_run: bool = False,
-) -> CompactionResult:
-    """compact_table on a table the caller holds open (`ref` must reopen the same table)."""
-    check_supported_layout(table.table_schema, operation=COMPACTION)  # before reading levels
-
-    def plan() -> CompactionPlan:
-        levels = read_levels(
-            table,
-            partition=partition,
-            # record-level expiry judges files by their statistics, even in a dry run
-            with_stats=not dry_run or RECORD_LEVEL_EXPIRE_TIME in table.table_schema.options,
-        )
-        return plan_compaction(levels, full=full)
-
-    return run_planned(
-        plan, lambda plan: execute_compaction(table, ref, plan, executor), dry_run=dry_run
     )

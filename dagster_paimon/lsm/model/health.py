@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors
 from dagster_paimon.lsm.model.runs import LevelSortedRun, run_size
 from dagster_paimon.options import POSTPONE_BUCKET
 from dagster_paimon.results import DETAIL, METRIC, Reported
 from dagster_paimon.table import PRIMARY_KEY
-
-if TYPE_CHECKING:
-    from dagster_paimon.lsm.model.levels import Levels
 
 
 def size_amplification_percent(runs: list[LevelSortedRun]) -> float:
@@ -59,26 +56,25 @@ class BucketHealth(Reported):
         cls,
         partition: dict[str, str],
         bucket: int,
-        levels: Levels,
+        runs: list[LevelSortedRun],
         deleted: Mapping[str, int] | None = None,
     ) -> BucketHealth:
-        """Measure one tree; `deleted` counts the rows deletion vectors mark, per file.
+        """Measure one tree from its sorted runs (Levels.level_sorted_runs: each level-0 file,
+        then the non-empty levels); `deleted` counts the rows deletion vectors mark, per file.
 
         Size amplification compares file bytes, as Paimon's pickForSizeAmp does: rows a
         deletion vector marks still take their bytes until a compaction rewrites the file.
         """
-        runs = levels.level_sorted_runs()
-        per_level = {"0": len(levels.level0)}
-        per_level.update(
-            {str(i + 1): len(run.files) for i, run in enumerate(levels.levels) if run.files}
-        )
+        level0 = sum(1 for r in runs if r.level == 0)
+        per_level = {"0": level0}
+        per_level.update({str(r.level): len(r.run.files) for r in runs if r.level > 0})
         return cls(
             partition=partition,
             bucket=bucket,
             files=sum(per_level.values()),
             total_bytes=sum(run_size(r.run) for r in runs),
-            level0_files=len(levels.level0),
-            sorted_runs=levels.number_of_sorted_runs(),
+            level0_files=level0,
+            sorted_runs=len(runs),
             levels={k: v for k, v in per_level.items() if v},
             size_amplification_percent=round(size_amplification_percent(runs), 2),
             rows=sum(f.row_count for r in runs for f in r.run.files),
@@ -156,7 +152,7 @@ class HealthTotals(Reported):
 @dataclass(frozen=True)
 class TableHealth(Reported):
     """Health of every LSM tree of a primary-key table and the totals the sensors act on;
-    `kind` is "primary-key" (an append table's is AppendTableHealth)."""
+    `kind` is "primary-key" (kinds/primary_key.py reports it)."""
 
     table: str
     snapshot_id: int | None

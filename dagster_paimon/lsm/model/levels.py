@@ -12,13 +12,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InternalError, InvalidArgumentError
 from dagster_paimon.io.index import VectorIndex, counted_rows, deleted_rows, deletion_indexes
-from dagster_paimon.lsm.model.append_health import (
-    AppendBucketHealth,
-    AppendTableHealth,
-    Health,
-)
-from dagster_paimon.lsm.model.append_options import AppendOptions
-from dagster_paimon.lsm.model.compactors import ConflictingCompactors, conflicting_compactors
+from dagster_paimon.lsm.model.compactors import ConflictingCompactors
 from dagster_paimon.lsm.model.health import BucketHealth, TableHealth
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import LevelSortedRun, SortedRun
@@ -102,16 +96,8 @@ class BucketLevels:
 
     def health(self) -> BucketHealth:
         """This tree's metrics."""
-        return BucketHealth.of(self.partition.spec, self.bucket, self.levels, self.deleted_rows())
-
-    def append_health(self, small_bytes: int) -> AppendBucketHealth:
-        """This bucket's metrics as an append table's (files below `small_bytes` are small)."""
-        return AppendBucketHealth.of(
-            self.partition.spec,
-            self.bucket,
-            self.levels.all_files(),
-            small_bytes,
-            self.deleted_rows(),
+        return BucketHealth.of(
+            self.partition.spec, self.bucket, self.levels.level_sorted_runs(), self.deleted_rows()
         )
 
 
@@ -131,31 +117,12 @@ class TableLevels:
         """The table's current schema."""
         return self.schemas[max(self.schemas)] if self.schemas else None
 
-    @property
-    def is_append(self) -> bool:
-        """Whether the table has no primary key: files concatenated, not an LSM tree."""
-        return self.schema is not None and not self.schema.primary_keys
-
     def health(self, compactors: ConflictingCompactors | None = None) -> TableHealth:
-        """Per-tree LSM metrics and their table-level summary (primary-key tables), with the
-        writers found compacting the table beside us."""
+        """Per-tree LSM metrics and their table-level summary, with the writers found compacting
+        the table beside us (a primary-key table's health; kinds/ picks the report of a
+        table's kind)."""
         buckets = [b.health() for b in self.buckets]
         return TableHealth(self.table, self.snapshot_id, buckets, compactors)
-
-    def append_health(self, compactors: ConflictingCompactors | None = None) -> AppendTableHealth:
-        """Per-bucket file metrics and their summary (append tables), with the writers found
-        compacting the table beside us.
-
-        Raises InvalidOptionError (a malformed target-file-size or compaction.small-file-ratio).
-        """
-        options = self.schema.options if self.schema is not None else {}
-        small = AppendOptions.from_table_options(options).compaction_file_size
-        buckets = [b.append_health(small) for b in self.buckets]
-        return AppendTableHealth(self.table, self.snapshot_id, small, buckets, compactors)
-
-    def health_report(self, compactors: ConflictingCompactors | None = None) -> Health:
-        """The health that fits the table's kind: LSM health, or an append table's."""
-        return self.append_health(compactors) if self.is_append else self.health(compactors)
 
 
 def check_partition_keys(table: FileStoreTable, spec: Mapping[str, str]) -> None:
@@ -183,16 +150,6 @@ def read_levels(
     InvalidOptionError (a malformed table option).
     """
     return levels_at(table, resolve_snapshot(table, snapshot_id), partition, with_stats=with_stats)
-
-
-def table_health(table: FileStoreTable, partition: Mapping[str, str] | None = None) -> Health:
-    """The latest snapshot's health report, naming writers that compact the table beside us
-    (RECENT_SNAPSHOTS snapshot reads more than the levels, none for a write-only table).
-
-    Raises what read_levels raises.
-    """
-    levels = read_levels(table, partition=partition)
-    return levels.health_report(conflicting_compactors(table, levels.snapshot_id))
 
 
 def levels_at(

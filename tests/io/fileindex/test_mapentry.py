@@ -14,7 +14,7 @@ from pypaimon.schema.data_types import AtomicType, DataField, MapType
 from dagster_paimon.errors import InvalidOptionError, UnsupportedLayoutError
 from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan
 from dagster_paimon.io.fileindex.mapentry import entry_values
-from dagster_paimon.lsm.compaction.compact import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.table import TableRef, TableSpec, create_table
 from tests.conftest import write_with_pypaimon
 from tests.io.fileindex.reader import RangeBitmap, bitmap_rows, sections

@@ -19,12 +19,12 @@ from pypaimon_rust.datafusion import SQLContext
 from dagster_paimon.cli import main
 from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
 from dagster_paimon.io.read import read_file
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.compaction.append_plan import (
     pack_unaware,
     pick_bucketed,
     pick_bucketed_full,
 )
-from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.levels import read_levels

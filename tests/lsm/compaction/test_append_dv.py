@@ -32,12 +32,12 @@ from dagster_paimon.io.index import (
     index_entries,
     index_path,
 )
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.compaction.append_plan import (
     pack_unaware_vectors,
     pick_bucketed_full,
     too_many_deleted,
 )
-from dagster_paimon.lsm.compaction.compact import compact_table
 from dagster_paimon.lsm.compaction.executor import COMPACTION, LocalExecutor
 from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.levels import read_levels

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.lsm.compaction.compact import plan_compaction
+from dagster_paimon.kinds import plan_compaction
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import create_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon

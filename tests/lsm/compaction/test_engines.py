@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pytest
 
-from dagster_paimon.lsm.compaction.compact import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, TableSpec, create_table
 from tests.conftest import write_with_pypaimon

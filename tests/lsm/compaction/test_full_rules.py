@@ -10,7 +10,7 @@ from pypaimon.schema.schema_change import SchemaChange
 
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.index import deleted_rows, deletion_indexes
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import TableRef, create_table, open_catalog, open_table
 from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 from pypaimon_rust.datafusion import SQLContext
 
-from dagster_paimon.dagster.sensors import unhealthy_partitions
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.io.read import read_file
+from dagster_paimon.kinds import kind_of
 from dagster_paimon.lsm.compaction.postpone import replay_order, writer_prefix
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.lsm.write.bucket import binary_row_hashes, buckets_of
@@ -103,7 +103,8 @@ def test_compaction_moves_parked_rows_into_real_buckets(warehouse):
     health = read_levels(open_table(warehouse, "db.t")).health()
     assert health.aggregate()["postponed_files"] == 6
     assert health.aggregate()["postponed_rows"] == 30
-    assert unhealthy_partitions(read_levels(open_table(warehouse, "db.t"))) == {
+    levels = read_levels(open_table(warehouse, "db.t"))
+    assert kind_of(levels.schema).partitions_to_compact(levels) == {
         (("dt", "a"),),
         (("dt", "b"),),
     }
@@ -118,7 +119,8 @@ def test_compaction_moves_parked_rows_into_real_buckets(warehouse):
     # one bucket each: no real bucket yet, 1 gb per bucket by default
     assert set(buckets_by_key(warehouse).values()) == {(0, 1)}
     assert read_levels(table).health().aggregate()["postponed_files"] == 0
-    assert unhealthy_partitions(read_levels(table)) == set()
+    levels = read_levels(table)
+    assert kind_of(levels.schema).partitions_to_compact(levels) == set()
     written = {f for f in data_files_on_disk(table) if not f.endswith(".avro")}
     assert written == committed_files(table), "every file the move wrote is committed"
 

@@ -18,7 +18,7 @@ from pypaimon_rust.datafusion import SQLContext
 from dagster_paimon.errors import SchemaMismatchError
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.kv import value_schema
-from dagster_paimon.lsm.compaction import compact_open_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table
 from tests.conftest import write_with_pypaimon

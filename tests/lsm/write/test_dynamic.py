@@ -21,7 +21,7 @@ from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.io.hashes import read_hashes
 from dagster_paimon.io.index import HASH_INDEX, bucket_indexes
 from dagster_paimon.io.read import read_file
-from dagster_paimon.lsm.compaction import compact_table
+from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.lsm.write.dynamic import (
     DynamicAssigner,

@@ -11,7 +11,8 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from dagster_paimon import PaimonTable
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.lsm.model.append_health import AppendTableHealth
+from dagster_paimon.kinds import PRIMARY_KEY_KIND, health_of, kind_of
+from dagster_paimon.kinds.append_health import AppendTableHealth
 from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import read_levels
@@ -105,7 +106,7 @@ def test_append_health_counts_files_small_files_and_deleted_rows(warehouse, layo
 
 def test_a_partition_filter_and_an_empty_append_table(warehouse):
     table = append_table(warehouse, "unaware")
-    empty = read_levels(table).health_report()
+    empty = health_of(read_levels(table))
     assert isinstance(empty, AppendTableHealth)
     assert (empty.snapshot_id, empty.buckets, empty.totals.max_small_files) == (None, [], 0)
     append_commits(table, 3)
@@ -115,8 +116,8 @@ def test_a_partition_filter_and_an_empty_append_table(warehouse):
 
 def test_primary_key_tables_keep_their_lsm_health_with_its_kind(orders_table):
     levels = read_levels(orders_table)
-    assert not levels.is_append
-    health = levels.health_report()
+    assert kind_of(levels.schema) is PRIMARY_KEY_KIND
+    health = health_of(levels)
     assert isinstance(health, TableHealth)
     assert health.kind == "primary-key" and health.to_dict()["kind"] == "primary-key"
     assert "kind" not in health.metrics()

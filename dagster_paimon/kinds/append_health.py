@@ -13,8 +13,9 @@ from typing import ClassVar
 
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 
+from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors
-from dagster_paimon.lsm.model.health import TableHealth
+from dagster_paimon.lsm.model.levels import TableLevels
 from dagster_paimon.results import DETAIL, METRIC, Reported
 from dagster_paimon.table import APPEND
 
@@ -125,6 +126,25 @@ class AppendTableHealth(Reported):
         "conflicting_compactors": DETAIL,
     }
 
+    @classmethod
+    def of(
+        cls, levels: TableLevels, compactors: ConflictingCompactors | None = None
+    ) -> AppendTableHealth:
+        """Per-bucket file metrics of `levels` and their summary, with the writers found
+        compacting the table beside us.
+
+        Raises InvalidOptionError (a malformed target-file-size or compaction.small-file-ratio).
+        """
+        options = levels.schema.options if levels.schema is not None else {}
+        small = AppendOptions.from_table_options(options).compaction_file_size
+        buckets = [
+            AppendBucketHealth.of(
+                b.partition.spec, b.bucket, b.levels.all_files(), small, b.deleted_rows()
+            )
+            for b in levels.buckets
+        ]
+        return cls(levels.table, levels.snapshot_id, small, buckets, compactors)
+
     @property
     def totals(self) -> AppendHealthTotals:
         """The buckets' figures summed (their metrics are the table's)."""
@@ -163,7 +183,3 @@ class AppendTableHealth(Reported):
         if self.conflicting_compactors is not None:
             lines.append(self.conflicting_compactors.warning())
         return "\n".join(lines)
-
-
-# what `health` reports, by the table's kind (`kind`: "primary-key" or "append")
-Health = TableHealth | AppendTableHealth
