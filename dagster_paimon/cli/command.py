@@ -55,7 +55,12 @@ class TableCommand(_SharedFlags):
     """A sub-command: the shared flags after its name, merged with the group's for its handler."""
 
     def __init__(
-        self, name: str, *, needs_table: bool = True, params: list[Any] | None = None, **kw: Any
+        self,
+        name: str,
+        *,
+        needs_table: bool = True,
+        params: list[click.Parameter] | None = None,
+        **kw: Any,
     ):
         super().__init__(name, params=[*shared_options(table=needs_table), *(params or [])], **kw)
         self.needs_table = needs_table
