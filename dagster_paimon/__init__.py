@@ -38,6 +38,7 @@ _ERRORS = (
     "UnsupportedWarehouseError",
     "RepairRefusedError",
     "TableUnhealthyError",
+    "TablesUnreadableError",
     "TransientStoreError",
     "CommitOutcomeUnknownError",
     "UnsupportedLayoutError",

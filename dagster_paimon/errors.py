@@ -138,6 +138,10 @@ class TableUnhealthyError(DagsterPaimonError):
     """The doctor found snapshots or tags no reader can read, and they were not repaired."""
 
 
+class TablesUnreadableError(DagsterPaimonError):
+    """Some tables of a warehouse listing could not be read (each of its rows says why)."""
+
+
 class TransientStoreError(DagsterPaimonError):
     """A store request kept failing transiently (throttling, 5xx, a dropped connection) after
     every retry; what the table looks like afterwards is part of the message."""
@@ -203,6 +207,12 @@ def transient_cause(e: BaseException) -> TransientStoreError | None:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+def unexpected(error: BaseException) -> bool:
+    """A bug: our own invariant failing, or an exception none of our layers typed (an I/O
+    error the store raised untyped is an operation failure, not a bug)."""
+    return isinstance(error, InternalError) or not isinstance(error, DagsterPaimonError | OSError)
 
 
 @contextmanager

@@ -8,6 +8,7 @@ keyword-only dataclasses with `to_dict()` (the CLI's JSON), `summary()` (its hum
 
 Every result (and health report) derives from `Reported`: its `FIELDS` map declares each key once,
 and `to_dict()` and `metrics()` both read it, so a key has one spelling in the JSON and the metrics.
+Summaries that print a table of figures line it up with `aligned`, the one column aligner.
 """
 
 from __future__ import annotations
@@ -55,6 +56,16 @@ def metric(value: Any) -> int | float | None:
     if isinstance(value, list | tuple | set | frozenset | Mapping):
         return len(value)
     raise InternalError(f"cannot report a {type(value).__name__} as a metric: {value!r}")
+
+
+def aligned(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Headers and rows in columns as wide as their widest cell, so figures read down a column;
+    a cell beyond the headers (a trailing note) is left unpadded, trailing blanks dropped."""
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, [*widths, 0], strict=False)).rstrip()
+        for row in [headers, *rows]
+    ]
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ NOT_INPUT = {
     "MaintenanceStepError",
     "RepairRefusedError",
     "TableUnhealthyError",
+    "TablesUnreadableError",
     "TransientStoreError",
     "CommitOutcomeUnknownError",
 }

@@ -84,6 +84,21 @@ ENGINE = {
     },
     "maintenance": {"base", "storage", "table", "io", "snapshot", "commit", "maintenance"},
     "discovery": {"base", "storage", "table", "io", "snapshot", "discovery"},
+    "overview": {
+        "base",
+        "storage",
+        "table",
+        "io",
+        "snapshot",
+        "commit",
+        "lsm.model",
+        "lsm.merge",
+        "lsm.write",
+        "lsm.compaction",
+        "kinds",
+        "discovery",
+        "overview",
+    },
 }
 # PaimonTable: one object over every engine layer, below the adapters
 ENGINE["paimon_table"] = {*ENGINE, "paimon_table"}

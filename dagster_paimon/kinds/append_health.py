@@ -16,7 +16,7 @@ from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors
 from dagster_paimon.lsm.model.levels import TableLevels
-from dagster_paimon.results import DETAIL, METRIC, Reported
+from dagster_paimon.results import DETAIL, METRIC, Reported, aligned
 from dagster_paimon.table import APPEND
 
 
@@ -169,11 +169,8 @@ class AppendTableHealth(Reported):
             ]
             for b in self.buckets
         ]
-        widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
         lines = [f"append table {self.table} at snapshot {self.snapshot_id}"]
-        lines += [
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [headers, *rows]
-        ]
+        lines += aligned(headers, rows)
         s = self.aggregate()
         lines.append(
             f"{s['buckets']} buckets, {s['files']} files ({s['small_files']} below "

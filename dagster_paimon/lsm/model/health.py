@@ -9,7 +9,7 @@ from typing import ClassVar
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors
 from dagster_paimon.lsm.model.runs import LevelSortedRun, run_size
 from dagster_paimon.options import POSTPONE_BUCKET
-from dagster_paimon.results import DETAIL, METRIC, Reported
+from dagster_paimon.results import DETAIL, METRIC, Reported, aligned
 from dagster_paimon.table import PRIMARY_KEY
 
 
@@ -194,11 +194,8 @@ class TableHealth(Reported):
             ]
             for b in self.buckets
         ]
-        widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
         lines = [f"table {self.table} at snapshot {self.snapshot_id}"]
-        lines += [
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [headers, *rows]
-        ]
+        lines += aligned(headers, rows)
         s = self.aggregate()
         lines.append(
             f"{s['buckets']} buckets, {s['files']} files, {s['total_bytes']} bytes, "
