@@ -13,7 +13,9 @@ Builds (once, cached with --keep) a deduplicate table keyed by (l_orderkey, l_li
       it cannot read pypaimon's FIXED_LEN_BYTE_ARRAY decimals, so build with --ingest arrow
 With --compare-options, instead: the same data built under the plain options and under each
 option set (KEY=VALUE[,KEY=VALUE]), and each one's full compaction (median of --runs, run in
-turn) beside the plain one's, with its ratio to it.
+turn) beside the plain one's, with its ratio to it. --baseline-checkout DIR (a worktree of
+another commit) compacts each table with that code too, in the same turns, and prints the ratio
+of this checkout's time to it (median of the pairs).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from dagster_paimon.io.paths import data_file_path
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableSpec, create_table, open_table
 
+ROOT = Path(__file__).resolve().parent.parent
 IDENT = "bench.lineitem"
 MB = 1024 * 1024
 
@@ -210,8 +213,9 @@ def pypaimon_read(warehouse: str, target: str) -> tuple[float, float, int]:
     return read_s, time.perf_counter() - t1, data.num_rows
 
 
-def compact_in_child(warehouse: str, full: bool = True) -> dict:
-    """Run our compaction (full by default) in a fresh process so its peak RSS is its own."""
+def compact_in_child(warehouse: str, full: bool = True, checkout: Path = ROOT) -> dict:
+    """Run our compaction (full by default) in a fresh process so its peak RSS is its own,
+    with the code of `checkout` (default: this one)."""
     code = (
         "import json,sys,time;"
         "from dagster_paimon.kinds import compact_open_table;"
@@ -230,7 +234,7 @@ def compact_in_child(warehouse: str, full: bool = True) -> dict:
         check=True,
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=checkout,
     )
     wall = time.perf_counter() - t0
     return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": wall}
@@ -248,9 +252,7 @@ def java_classpath(oracle: str | None) -> tuple[str | None, str]:
         return None, f"{setup} does not exist"
     if shutil.which("java") is None:
         return None, "no java on PATH"
-    out = subprocess.run(
-        [str(setup)], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent
-    )
+    out = subprocess.run([str(setup)], capture_output=True, text=True, cwd=ROOT)
     if out.returncode != 0 or not out.stdout.strip():
         return None, f"{setup} failed: {out.stderr.strip()[-300:]}"
     return out.stdout.strip().splitlines()[-1], ""
@@ -318,13 +320,18 @@ def compare(args: argparse.Namespace, root: Path) -> None:
             print(f"building {label} table ({args.rows} rows, {args.batches} batches)")
             build(warehouse, source, args.rows, args.batches, args.bucket, options)
             shutil.copytree(warehouse, pristines[label])
-    seconds: dict[str, list[float]] = {label: [] for label in sets}
+    checkouts = {"": ROOT}
+    if args.baseline_checkout:
+        checkouts[" (baseline)"] = Path(args.baseline_checkout).resolve()
+    seconds: dict[str, list[float]] = {label + c: [] for label in sets for c in checkouts}
     for _ in range(args.runs):
         for label, pristine in pristines.items():
-            warehouse = pristine.parent / "warehouse"
-            shutil.rmtree(warehouse, ignore_errors=True)
-            shutil.copytree(pristine, warehouse)
-            seconds[label].append(compact_in_child(str(warehouse))["seconds"])
+            for tag, checkout in checkouts.items():
+                warehouse = pristine.parent / "warehouse"
+                shutil.rmtree(warehouse, ignore_errors=True)
+                shutil.copytree(pristine, warehouse)
+                run = compact_in_child(str(warehouse), checkout=checkout)
+                seconds[label + tag].append(run["seconds"])
     plain = statistics.median(seconds["plain"])
     for label, runs in seconds.items():
         median = statistics.median(runs)
@@ -332,6 +339,10 @@ def compare(args: argparse.Namespace, root: Path) -> None:
             f"{label}: full compaction {median:.2f} s (median of {args.runs}: "
             f"{', '.join(f'{s:.2f}' for s in runs)}) -> {median / plain:.2f}x plain"
         )
+    for label in sets if args.baseline_checkout else ():
+        pairs = zip(seconds[label], seconds[label + " (baseline)"], strict=True)
+        ratio = statistics.median(ours / base for ours, base in pairs)
+        print(f"{label}: this checkout / baseline = {ratio:.2f}x (median of the pairs)")
 
 
 def main() -> None:
@@ -374,6 +385,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--runs", type=int, default=3, help="runs per figure with --compare-options"
+    )
+    parser.add_argument(
+        "--baseline-checkout",
+        metavar="DIR",
+        help="with --compare-options: also compact with the code of this checkout, in turn",
     )
     args = parser.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="bench-compaction-"))

@@ -3,9 +3,9 @@
 A file's format is its extension (a table may hold files of a format it no longer writes);
 the table's `file.format` (per level: `file.format.per.level`; for changelogs
 `changelog-file.format`) decides what is written. Parquet and ORC are read and written by
-pyarrow, ORC a stripe per thread (`orc/`); ORC columns pyarrow cannot write (TIME) are refused
-before anything is written. Avro is read and written by the `avro` package, laid out as
-Paimon's Java format writes it.
+pyarrow (ORC by its own writer, as pypaimon writes it); ORC columns pyarrow cannot write (TIME)
+are refused before anything is written. Avro is read and written by the `avro` package, laid
+out as Paimon's Java format writes it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from dagster_paimon.io.avro.checks import check_avro
 from dagster_paimon.io.avro.codecs import avro_codec, avro_level
 from dagster_paimon.io.avro.reader import AvroReader
 from dagster_paimon.io.avro.writer import AvroWriter
-from dagster_paimon.io.orc.writer import StripedOrcWriter
 from dagster_paimon.options import (
     CHANGELOG_FILE_FORMAT,
     FILE_FORMAT,
@@ -147,6 +146,42 @@ def open_reader(stream: Any, file_name: str) -> FileReader:
     return _Orc(stream) if fmt == ORC else _Parquet(stream)
 
 
+class _OrcWriter:
+    """An ORC file written by pyarrow's own writer."""
+
+    def __init__(self, stream: Any, schema: pa.Schema, compression: str):
+        self.schema = schema
+        self.empty = True
+        self.writer = orc.ORCWriter(stream, compression=compression)
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Append rows."""
+        self.writer.write(pa.Table.from_batches([_unsliced_structs(batch)]))
+        self.empty = False
+
+    def close(self) -> None:
+        """Finish the file; one without rows still gets its schema (pyarrow writes nothing)."""
+        if self.empty:
+            self.writer.write(self.schema.empty_table())
+        self.writer.close()
+
+
+def _unsliced_structs(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A slice's struct columns at offset 0: pyarrow's ORC writer (19 included) writes a sliced
+    struct column's rows from its start, ignoring the offset."""
+    columns = [
+        pa.concat_arrays([c]) if c.offset and _has_struct(c.type) else c for c in batch.columns
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def _has_struct(arrow_type: pa.DataType) -> bool:
+    """Whether a type is or holds a struct."""
+    if pa.types.is_struct(arrow_type):
+        return True
+    return any(_has_struct(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+
+
 class FileWriter(Protocol):
     """One data file being written."""
 
@@ -172,7 +207,7 @@ def open_writer(
         return AvroWriter(stream, schema, avro_codec(compression), avro_level(compression, options))
     if fmt == ORC:
         name = str(compression).lower()
-        return StripedOrcWriter(stream, schema, "uncompressed" if name == "none" else name)
+        return _OrcWriter(stream, schema, "uncompressed" if name == "none" else name)
     return pq.ParquetWriter(
         stream, schema, compression=compression, store_decimal_as_integer=True, **options
     )

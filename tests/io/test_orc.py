@@ -1,13 +1,10 @@
-"""ORC files written a stripe per thread: read back as one writer's file, with its statistics.
+"""ORC files written by pyarrow's own writer through open_writer: read back as written.
 
-A table of every type pyarrow writes to ORC (nulls everywhere, sliced batches, a struct with
-null rows) is written in many stripes by StripedOrcWriter and, whole, by one pyarrow ORCWriter.
-Both read back equal, and the stitched file's statistics, parsed from its tail, equal the
-single writer's column for column: ORC's C++ writer computes them over all rows at once, so
-they check our merge of the stripes' statistics independently (a double's sum aside: it
-depends on where stripes end, by a last bit). Lists and maps are checked against their stripes'
-statistics instead: ORC C++ 2.0 leaves a batch without nulls out of a collection's statistics,
-so a writer's totals depend on how its rows were batched.
+A table of every type pyarrow writes to ORC (nulls everywhere, a struct with null rows) is fed in
+sliced batches, as compaction feeds them: pyarrow's ORC writer writes a sliced struct column from
+its start, so the writer copies such columns first. Paimon's bundled Java ORC reader reads every
+row of our files and seeks to every row group and to rows inside them (decimal columns of every
+width, nulls in runs, each codec).
 """
 
 from __future__ import annotations
@@ -17,16 +14,17 @@ import random
 from datetime import date, datetime
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.orc as orc
 import pytest
 
-from dagster_paimon.io.orc.proto import as_double, decode
-from dagster_paimon.io.orc.stats import DOUBLE, FLOAT, LIST, MAP, TYPE_KIND, decimal_text
-from dagster_paimon.io.orc.tail import FOOTER_STATISTICS, FOOTER_TYPES, read_tail
-from dagster_paimon.io.orc.writer import StripedOrcWriter
+from dagster_paimon.io.formats import ORC, open_writer
 
 ROWS = 12_000
+CODECS = ["zstd", "none", "snappy", "lz4", "zlib"]
+JAVA_ROWS = 60_000  # six row groups of ORC's 10,000 rows
+LARGEST = 10**18 - 1  # DECIMAL(18)'s largest unscaled value
 
 
 def every_type(seed: int) -> pa.Table:
@@ -41,7 +39,7 @@ def every_type(seed: int) -> pa.Table:
         {
             "flag": column(lambda: rng.random() < 0.5, pa.bool_()),
             "tiny": column(lambda: rng.randint(-128, 127), pa.int8()),
-            "big": column(lambda: rng.randint(2**61, 2**62), pa.int64()),  # its sum overflows
+            "big": column(lambda: rng.randint(2**61, 2**62), pa.int64()),
             "f32": column(lambda: rng.random(), pa.float32()),
             "f64": column(lambda: rng.random() * 1e6, pa.float64()),
             "s": column(lambda: "x" * rng.randint(0, 20) + str(rng.random()), pa.string()),
@@ -67,108 +65,80 @@ def every_type(seed: int) -> pa.Table:
     )
 
 
-def one_writer(table: pa.Table, compression: str) -> bytes:
-    """The table written whole by one pyarrow ORC writer."""
+def written(table: pa.Table, compression: str, batch_rows: int = 1500) -> bytes:
+    """The table written by open_writer in sliced batches."""
     sink = io.BytesIO()
-    writer = orc.ORCWriter(sink, compression=compression, compression_strategy="speed")
-    writer.write(table)
-    writer.close()
-    return sink.getvalue()
-
-
-def stitched(table: pa.Table, compression: str, stripe_bytes: int) -> bytes:
-    """The table written in sliced batches by StripedOrcWriter."""
-    sink = io.BytesIO()
-    writer = StripedOrcWriter(sink, table.schema, compression, stripe_bytes=stripe_bytes)
-    for batch in table.to_batches(max_chunksize=1500):
+    writer = open_writer(sink, table.schema, ORC, compression, {})
+    for batch in table.to_batches(max_chunksize=batch_rows):
         writer.write_batch(batch)
     writer.close()
     return sink.getvalue()
 
 
-def decoded(stats: bytes) -> dict:
-    """A ColumnStatistics by field number, its typed sub-message decoded."""
-    return {n: (decode(v) if n not in (1, 10) else v) for n, _, v in decode(stats)}
-
-
-def statistics(data: bytes) -> list[dict]:
-    """Each column's file statistics from the tail."""
-    return [decoded(s) for s in read_tail(memoryview(data)).repeated(FOOTER_STATISTICS)]
-
-
-def stripe_statistics(data: bytes) -> list[list[dict]]:
-    """Each stripe's column statistics."""
-    stripes = read_tail(memoryview(data)).stripe_statistics
-    return [[decoded(c) for _, _, c in decode(stripe)] for stripe in stripes]
-
-
-def folded_children(stripes: list[dict]) -> list:
-    """CollectionStatistics of stripes folded: least minimum, greatest maximum, total sum."""
-    fields = [dict((n, v) for n, _, v in s[12]) for s in stripes]
-    bounded = [f for f in fields if 1 in f]
-    return [
-        (1, 0, min(f[1] for f in bounded)),
-        (2, 0, max(f[2] for f in bounded)),
-        (3, 0, sum(f[3] for f in fields)),
-    ]
-
-
-def kinds(data: bytes) -> list[int]:
-    """Each column's ORC type kind."""
-    types = read_tail(memoryview(data)).repeated(FOOTER_TYPES)
-    return [dict((n, v) for n, _, v in decode(t)).get(TYPE_KIND, 0) for t in types]
-
-
-@pytest.mark.parametrize("compression", ["zstd", "uncompressed", "snappy", "lz4", "zlib"])
-def test_stitched_stripes_read_back_with_one_writers_statistics(compression):
+@pytest.mark.parametrize("compression", CODECS)
+def test_sliced_batches_read_back_as_written(compression):
     table = every_type(seed=1)
-    ours = stitched(table, compression, stripe_bytes=64 * 1024)
-    theirs = one_writer(table, compression)
-    read = orc.ORCFile(io.BytesIO(ours))
-    assert read.nstripes > 10
+    assert any(b.column("point").offset for b in table.to_batches(max_chunksize=1500))
+    read = orc.ORCFile(io.BytesIO(written(table, compression)))
     assert read.nrows == ROWS
-    assert read.read().equals(orc.ORCFile(io.BytesIO(theirs)).read())
-    assert len(read_tail(memoryview(ours)).stripe_statistics) == read.nstripes
-
-    column_kinds = kinds(theirs)
-    stripes = stripe_statistics(ours)
-    for column, (kind, mine, one) in enumerate(
-        zip(column_kinds, statistics(ours), statistics(theirs), strict=True)
-    ):
-        if kind in (LIST, MAP):
-            assert mine == {**one, 12: folded_children([s[column] for s in stripes])}
-            continue
-        if kind in (FLOAT, DOUBLE):
-            (sub_number,) = set(mine) - {1, 10}
-            sums = [dict((n, v) for n, _, v in s[sub_number]).pop(3) for s in (mine, one)]
-            assert as_double(sums[0]) == pytest.approx(as_double(sums[1]), rel=1e-12)
-            for s in (mine, one):
-                s[sub_number] = [f for f in s[sub_number] if f[0] != 3]
-        assert mine == one
-    big = statistics(ours)[3]
-    assert 3 not in dict((n, v) for n, _, v in big[2])  # no sum: it overflowed int64
+    back = read.read()  # timestamps come back as nanoseconds
+    assert back.equals(table.cast(back.schema))
 
 
 def test_a_file_without_rows_keeps_its_schema():
     schema = every_type(seed=2).schema
     sink = io.BytesIO()
-    StripedOrcWriter(sink, schema, "zstd").close()
+    open_writer(sink, schema, ORC, "zstd", {}).close()
     read = orc.ORCFile(io.BytesIO(sink.getvalue()))
     assert read.nrows == 0
     assert read.schema.names == schema.names
 
 
-@pytest.mark.parametrize(
-    ("unscaled", "scale", "text"),
-    [
-        (0, 2, "0"),
-        (1250, 2, "12.5"),
-        (1200, 2, "12"),
-        (-5, 2, "-0.05"),
-        (-50, 2, "-0.5"),
-        (100, 0, "100"),
-        (7, 3, "0.007"),
-    ],
-)
-def test_decimal_text_is_orcs_trimmed_text(unscaled, scale, text):
-    assert decimal_text(unscaled, scale) == text
+def decimals(unscaled: np.ndarray, null: np.ndarray, precision: int, scale: int) -> pa.Array:
+    """A decimal128 array from unscaled int64 values and a null mask."""
+    words = np.empty(2 * len(unscaled), dtype=np.int64)
+    words[0::2], words[1::2] = unscaled, unscaled >> 63
+    validity = pa.array(~null).buffers()[1] if null.any() else None
+    return pa.Array.from_buffers(
+        pa.decimal128(precision, scale), len(unscaled), [validity, pa.py_buffer(words)]
+    )
+
+
+def decimal_table() -> pa.Table:
+    """Keys and decimal columns: wide values with nulls and both extremes, small values without
+    nulls, one in long null runs, and one wider than 18 digits."""
+    rng = np.random.default_rng(7)
+    wide = rng.integers(-LARGEST, LARGEST, JAVA_ROWS, endpoint=True)
+    wide[[0, 17, JAVA_ROWS - 1]] = [LARGEST, -LARGEST, 0]
+    small = rng.integers(0, 10, JAVA_ROWS)
+    runs = np.arange(JAVA_ROWS) * 37 - 10**6
+    rows = np.arange(JAVA_ROWS)
+    return pa.table(
+        {
+            "k": pa.array(rows),
+            "wide": decimals(wide, rng.random(JAVA_ROWS) < 0.3, 18, 4),
+            "small": decimals(small, np.zeros(JAVA_ROWS, bool), 4, 2),
+            "runs": decimals(runs, (rows < 30_000) | (rows % 7000 < 3000), 9, 0),
+            "huge": decimals(wide, rng.random(JAVA_ROWS) < 0.1, 38, 10),
+        }
+    )
+
+
+def as_values(row: list) -> list:
+    """A Java row's text as the key's int and each decimal's Decimal."""
+    return [int(row[0]), *(None if v is None else Decimal(v) for v in row[1:])]
+
+
+@pytest.mark.parametrize("compression", CODECS)
+def test_java_reads_and_seeks_every_row_group(paimon_java, tmp_path, compression):
+    data = decimal_table()
+    path = tmp_path / "file.orc"
+    path.write_bytes(written(data, compression, batch_rows=8192))
+    assert orc.ORCFile(str(path)).read().equals(data)
+    groups = list(range(0, JAVA_ROWS, 10_000))
+    inside = [g + d for g in groups for d in (1, 4321, 9999)]
+    rows, sought = paimon_java.orc_rows(str(path), groups + inside)
+    columns = [c.to_pylist() for c in data.columns]
+    expected = [list(row) for row in zip(*columns, strict=True)]
+    assert [as_values(r) for r in rows] == expected
+    assert {n: as_values(r) for n, r in sought.items()} == {n: expected[n] for n in groups + inside}

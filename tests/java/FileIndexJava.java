@@ -12,6 +12,13 @@ import org.apache.paimon.fs.Path;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.options.Options;
+import org.apache.paimon.predicate.Equal;
+import org.apache.paimon.predicate.In;
+import org.apache.paimon.predicate.IsNotNull;
+import org.apache.paimon.predicate.IsNull;
+import org.apache.paimon.predicate.LeafFunction;
+import org.apache.paimon.predicate.LeafPredicate;
+import org.apache.paimon.predicate.NotEqual;
 import org.apache.paimon.predicate.Predicate;
 import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.schema.Schema;
@@ -51,7 +58,8 @@ import java.util.Map;
  *
  * <p>"test": each stdin line {"columns": [...], "index": hex, or "path": file, "predicates":
  * [[column, "eq"|"notEq"|"isNull"|"isNotNull"|"in", value], ...]} prints a JSON array: whether
- * FileIndexPredicate.testPredicate keeps the file for each predicate.
+ * FileIndexPredicate.testPredicate keeps the file for each predicate. A column "m[k]" names the
+ * index of key k of map column m: its predicate is on the map's value type, named "m[k]".
  *
  * <p>Values: numbers and strings as JSON; FLOAT/DOUBLE also "NaN", "Infinity", "-0.0"; DATE days,
  * TIME millis of day; TIMESTAMP [epoch millis, nanos of milli]; DECIMAL the unscaled long;
@@ -203,9 +211,14 @@ public class FileIndexJava {
                                 new Path(spec.get("path").asText()), LocalFileIO.create(), type);
         try (FileIndexPredicate closing = index) {
             for (JsonNode p : spec.get("predicates")) {
-                int field = builder.indexOf(p.get(0).asText());
-                DataType fieldType = type.getTypeAt(field);
+                String name = p.get(0).asText();
                 String op = p.get(1).asText();
+                if (builder.indexOf(name) < 0) {
+                    kept.add(closing.testPredicate(mapKeyPredicate(builder, type, name, op, p)));
+                    continue;
+                }
+                int field = builder.indexOf(name);
+                DataType fieldType = type.getTypeAt(field);
                 Predicate predicate;
                 switch (op) {
                     case "isNull":
@@ -229,5 +242,34 @@ public class FileIndexJava {
             }
         }
         System.out.println(JSON.writeValueAsString(kept));
+    }
+
+    /** A predicate on the index of key k of map column m, named "m[k]" as the index is. */
+    private static Predicate mapKeyPredicate(
+            PredicateBuilder builder, RowType type, String name, String op, JsonNode p) {
+        int field = builder.indexOf(name.substring(0, name.indexOf('[')));
+        DataType valueType = ((MapType) type.getTypeAt(field)).getValueType();
+        LeafFunction function;
+        List<Object> literals = new ArrayList<>();
+        switch (op) {
+            case "isNull":
+                function = IsNull.INSTANCE;
+                break;
+            case "isNotNull":
+                function = IsNotNull.INSTANCE;
+                break;
+            case "notEq":
+                function = NotEqual.INSTANCE;
+                literals.add(value(valueType, p.get(2)));
+                break;
+            case "in":
+                function = In.INSTANCE;
+                p.get(2).forEach(v -> literals.add(value(valueType, v)));
+                break;
+            default:
+                function = Equal.INSTANCE;
+                literals.add(value(valueType, p.get(2)));
+        }
+        return new LeafPredicate(function, valueType, field, name, literals);
     }
 }

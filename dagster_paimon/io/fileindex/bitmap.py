@@ -1,11 +1,12 @@
 """The bitmap file index (BitmapFileIndex, formats V1 and V2), built from a file's values.
 
-Java maps each distinct non-null value to a roaring bitmap of the rows holding it, in a HashMap
-whose iteration order (javamap) orders the dictionary and the bitmap bodies; a value on a single
+Each distinct non-null value maps to a roaring bitmap of the rows holding it; a value on a single
 row is stored as offset -1 - row with no body, likewise the null rows. Bitmaps are run-optimized
-and written in the portable roaring format (pyroaring's is the same). V1's dictionary is that
-map order; V2 sorts it by value into blocks of at most `index-block-size` bytes behind a
-secondary index of each block's first value. Binary and decimal columns are refused.
+and written in the portable roaring format (pyroaring's is the same). The dictionary and the
+bitmap bodies are in value order (Java's writer follows its HashMap's iteration order; its
+reader looks values up, so any order reads the same); V2 groups the dictionary into blocks of at
+most `index-block-size` bytes behind a secondary index of each block's first value. Binary and
+decimal columns are refused.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.io.fileindex.javamap import binary_string_hash, iteration_order, long_hash
 from dagster_paimon.io.fileindex.values import (
     JavaType,
     byte_buffers,
@@ -44,8 +44,8 @@ def roaring_bytes(rows: np.ndarray) -> bytes:
 
 
 class _Dictionary:
-    """A column's distinct non-null values in first-occurrence order, with what Java needs of
-    each: hash code, serialized bytes, sort order."""
+    """A column's distinct non-null values, each present row's code into them, and what the index
+    needs of each value: serialized bytes, sort order."""
 
     def __init__(self, column: pa.Array, jtype: JavaType, present: np.ndarray):
         self.jtype = jtype
@@ -54,9 +54,7 @@ class _Dictionary:
             self.codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), np.int64)
             self.values = encoded.dictionary
             data, offsets = byte_buffers(self.values)
-            self.hashes = binary_string_hash(data, offsets)
             self._data, self._offsets = data, offsets
-            self.sizes = 4 + (offsets[1:] - offsets[:-1])
             return
         if jtype.kind == "float":
             keys = float_bits(column, jtype.width)
@@ -65,22 +63,11 @@ class _Dictionary:
         else:
             keys = integral_values(column, jtype)
         keys = keys[present]
-        distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        by_first = np.argsort(first, kind="stable")
-        rank = np.empty_like(by_first)
-        rank[by_first] = np.arange(by_first.size)
-        self.codes = rank[inverse.reshape(-1)]
-        self.values = distinct[by_first]
-        if jtype.kind == "boolean":
-            self.hashes = np.where(self.values == 1, 1231, 1237).astype(np.int32)
-        elif jtype.width == 8:
-            self.hashes = long_hash(self.values)
-        else:
-            self.hashes = self.values.astype(np.int32)
-        self.sizes = np.full(self.values.size, jtype.width, dtype=np.int64)
+        self.values, inverse = np.unique(keys, return_inverse=True)
+        self.codes = inverse.reshape(-1)
 
     def __len__(self) -> int:
-        return len(self.hashes)
+        return len(self.values)
 
     def value_bytes(self, index: int) -> bytes:
         """DataOutput bytes of one value: a string as its length and UTF-8 bytes."""
@@ -134,15 +121,7 @@ class BitmapWriter:
         bodies: list[bytes] = []
         cursor = len(null_bytes) if null_rows.size > 1 else 0
         if values is not None:
-            last_row_first = int(present_rows[np.flatnonzero(values.codes == count - 1)[0]])
-            ranks = np.empty(count, dtype=np.int64)
-            ranks[values.sorted_order()] = np.arange(count)
-            order = iteration_order(
-                values.hashes,
-                head_insert=True,
-                calls_after_last=bool(present_rows[-1] > last_row_first),
-                ranks=ranks,
-            ).indices
+            order = values.sorted_order()
             by_code = np.argsort(values.codes, kind="stable")
             sizes = np.bincount(values.codes, minlength=count)
             starts = np.concatenate([[0], np.cumsum(sizes)])

@@ -2,9 +2,9 @@
 
 Magic (8 bytes), version 1, head length, then per column its name, index count and each index's
 name, body start (from the blob's start) and length; a zero redundant length; then the bodies.
-Ints are big-endian, names Java's modified UTF-8 (DataOutput.writeUTF). Columns come in the
-iteration order of Java's HashMap of column names (filled by computeIfAbsent), index types in
-that of each column's HashMap of types (filled by put).
+Ints are big-endian, names Java's modified UTF-8 (DataOutput.writeUTF). Columns, and each
+column's index types, are written sorted by name: Java's reader loads the header into maps, so
+any order reads the same (Java's writer follows its HashMaps' iteration order).
 """
 
 from __future__ import annotations
@@ -12,10 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-import numpy as np
-
 from dagster_paimon.errors import InvalidTableSpecError
-from dagster_paimon.io.fileindex.javamap import iteration_order, string_hash, string_ranks
 
 MAGIC = 1493475289347502
 VERSION_1 = 1
@@ -40,22 +37,12 @@ def write_utf(text: str) -> bytes:
     return struct.pack(">H", len(out)) + bytes(out)
 
 
-def _hash_order(keys: list[str], *, head_insert: bool) -> list[str]:
-    """Keys of a Java HashMap<String, ...> filled in this order, as it iterates them."""
-    hashes = np.array([string_hash(k) for k in keys], dtype=np.int64)
-    return [
-        keys[i]
-        for i in iteration_order(hashes, head_insert=head_insert, ranks=string_ranks(keys)).indices
-    ]
-
-
 def serialize(indexes: Sequence[tuple[str, str, bytes]]) -> bytes:
-    """The blob of (column, index type, index bytes) built in Java's maintainer order."""
+    """The blob of (column, index type, index bytes), columns and their types sorted by name."""
     by_column: dict[str, dict[str, bytes]] = {}
     for column, index_type, index_bytes in indexes:
         by_column.setdefault(column, {})[index_type] = index_bytes
-    columns = _hash_order(list(by_column), head_insert=True)
-    layout = [(c, _hash_order(list(by_column[c]), head_insert=False)) for c in columns]
+    layout = [(c, sorted(by_column[c])) for c in sorted(by_column)]
     names = b"".join(write_utf(c) + b"".join(write_utf(t) for t in types) for c, types in layout)
     entries = sum(len(types) for _, types in layout)
     head_length = 8 + 4 + 4 + 4 + entries * 8 + len(layout) * 4 + 4 + len(names)

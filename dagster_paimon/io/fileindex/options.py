@@ -2,9 +2,9 @@
 
 `file-index.<type>.columns` lists the columns indexed by `<type>`; `file-index.<type>.<column>.
 <option>` sets an option of one (FileIndexOptions); `file-index.in-manifest-threshold` (default
-500 B) is the size up to which the index is embedded in the manifest. Java's DataFileIndexWriter
-builds its maintainers by iterating HashMaps (options, then columns, then index types), so the
-specs come out in that order: the index file's header order follows from it.
+500 B) is the size up to which the index is embedded in the manifest. The specs come sorted by
+index type, column and map key: a plain order, where Java's DataFileIndexWriter follows its
+HashMaps' iteration order (the index reads the same in any order).
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 from pypaimon.schema.data_types import DataField
 
 from dagster_paimon.errors import InvalidOptionError, UnsupportedLayoutError
-from dagster_paimon.io.fileindex.javamap import iteration_order, string_hash, string_ranks
 from dagster_paimon.io.fileindex.mapentry import entry_name, nested_column
 from dagster_paimon.io.fileindex.values import JavaType, java_type
 from dagster_paimon.options import memory_bytes
@@ -56,33 +54,14 @@ class IndexSpec:
 
 @dataclass(frozen=True)
 class FileIndexPlan:
-    """The indexes every data file of the table carries, in Java's maintainer order."""
+    """The indexes every data file of the table carries, sorted by index type, column, map key."""
 
     specs: tuple[IndexSpec, ...]
     in_manifest_threshold: int
 
 
-def _java_order(keys: Sequence[str], *, head_insert: bool) -> list[str]:
-    """Keys of a HashMap<String, ...> filled in this order, as the map iterates them."""
-    hashes = np.array([string_hash(k) for k in keys], dtype=np.int64)
-    return [
-        keys[i]
-        for i in iteration_order(hashes, head_insert=head_insert, ranks=string_ranks(keys)).indices
-    ]
-
-
-def _column_hash(column: Column) -> int:
-    """FileIndexOptions.Column.hashCode: Arrays.hashCode of (name, map key or null, whether a
-    map key)."""
-    name, key = column
-    h = (31 + string_hash(name)) & 0xFFFFFFFF
-    h = (h * 31 + (string_hash(key) if key is not None else 0)) & 0xFFFFFFFF
-    h = (h * 31 + (1237 if key is None else 1231)) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def _add(types: list[str], index_type: str) -> None:
-    """computeIfAbsent of an index type in a column's HashMap of types."""
+    """An index type added to a column's types once (Java's computeIfAbsent)."""
     if index_type not in types:
         types.append(index_type)
 
@@ -142,62 +121,36 @@ def file_index_plan(
             f"dagster-paimon does not write this table's data file indexes: {problem}"
         )
     by_name = {f.name: f for f in fields}
-    # FileIndexOptions: HashMap<Column, HashMap<type, Options>>, filled by computeIfAbsent while
-    # iterating the table's option HashMap; a map key also declares its map column's options.
-    option_keys = _java_order(list(options), head_insert=False)
+    # FileIndexOptions: each declared column (or map key) with its index types; a map key also
+    # declares its map column's options.
     columns: dict[Column, list[str]] = {}
     map_columns: dict[str, list[str]] = {}
-    for key in option_keys:
-        if key.startswith(PREFIX) and key.endswith(COLUMNS_SUFFIX):
-            for name, index_type in declared({key: options[key]}):
-                column = nested_column(name)
-                _add(columns.setdefault(column, []), index_type)
-                if column[1] is not None:
-                    _add(map_columns.setdefault(column[0], []), index_type)
+    for name, index_type in declared(options):
+        column = nested_column(name)
+        _add(columns.setdefault(column, []), index_type)
+        if column[1] is not None:
+            _add(map_columns.setdefault(column[0], []), index_type)
     if not columns:
         return None
-    names = list(columns)
-    column_order = [
-        names[i]
-        for i in iteration_order(
-            np.array([_column_hash(n) for n in names], dtype=np.int64), head_insert=True
-        ).indices
-    ]
     settings = _settings(options, columns, map_columns)
-    # DataFileIndexWriter: HashMap<type, HashMap<column, maintainer>> filled while iterating
-    # the columns (and each column's types, a computeIfAbsent HashMap); a map column has one
-    # maintainer per type, holding a HashMap of its keys' writers.
-    maintainers: dict[str, list[str]] = {}
-    map_keys: dict[tuple[str, str], list[str]] = {}
-    for column in column_order:
-        name, map_key = column
-        for index_type in _java_order(columns[column], head_insert=True):
-            held = maintainers.setdefault(index_type, [])
-            if name not in held:
-                held.append(name)
+    # DataFileIndexWriter: one maintainer per (index type, column name); a map column's holds one
+    # writer per declared key.
+    maintainers: dict[tuple[str, str], set[str]] = {}
+    for (name, map_key), types in columns.items():
+        for index_type in types:
+            keys = maintainers.setdefault((index_type, name), set())
             if map_key is not None:
-                map_keys.setdefault((index_type, name), []).append(map_key)
-    type_order = _java_order(list(maintainers), head_insert=True)
+                keys.add(map_key)
     specs = []
-    for index_type in type_order:
-        for name in _java_order(maintainers[index_type], head_insert=False):
-            if (index_type, name) not in map_keys:
-                jtype = java_type(by_name[name].type)
-                own = settings.get(((name, None), index_type), {})
-                specs.append(IndexSpec(name, index_type, jtype, own))
-                continue
-            # serializedBytes: a HashMap of `name[key]`, filled walking the writers' HashMap
-            keys = _java_order(map_keys[(index_type, name)], head_insert=False)
-            entries = [entry_name(name, k) for k in keys]
-            jtype = java_type(by_name[name].type.value)
-            shared = settings.get(((name, None), index_type), {})
-            for i in iteration_order(
-                np.array([string_hash(e) for e in entries], dtype=np.int64),
-                head_insert=False,
-                ranks=string_ranks(entries),
-            ).indices:
-                own = {**shared, **settings.get(((name, keys[i]), index_type), {})}
-                specs.append(IndexSpec(name, index_type, jtype, own, keys[i]))
+    for (index_type, name), keys in sorted(maintainers.items()):
+        shared = settings.get(((name, None), index_type), {})
+        if not keys:
+            specs.append(IndexSpec(name, index_type, java_type(by_name[name].type), shared))
+            continue
+        jtype = java_type(by_name[name].type.value)
+        for key in sorted(keys):
+            own = {**shared, **settings.get(((name, key), index_type), {})}
+            specs.append(IndexSpec(name, index_type, jtype, own, key))
     threshold = options.get(IN_MANIFEST_THRESHOLD)
     return FileIndexPlan(
         tuple(specs),

@@ -1,16 +1,15 @@
 """ORC tables (Paimon's default format before 1.0): compaction and ingest read and write ORC.
 
 pypaimon writes ORC level-0 files; our compaction (with deletion-vector lookups too) and ingest
-write ORC, a stripe per thread; pypaimon, pypaimon-rust and Paimon's Java reader read the model,
-from stitched files of many stripes too, and an encoder thread's failure fails the compaction
-and changes nothing. ORC columns pyarrow cannot write are refused before anything is written
-(Avro: test_avro.py).
+write ORC through pyarrow's writer; pypaimon, pypaimon-rust and Paimon's Java reader read the
+model, decimal columns included, and a writer's failure fails the compaction and changes
+nothing. ORC columns pyarrow cannot write are refused before anything is written (Avro:
+test_avro.py).
 """
 
 from __future__ import annotations
 
 import random
-import threading
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -22,9 +21,6 @@ from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.io.orc import writer as orc_writer
-from dagster_paimon.io.paths import data_file_path
-from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
@@ -143,78 +139,23 @@ def orc_table_with_history(warehouse: str) -> dict[int, dict]:
     return model
 
 
-def live_paths(warehouse: str) -> list[str]:
-    """Paths of db.t's live data files."""
-    table = open_table(warehouse, "db.t")
-    return [
-        data_file_path(table, b.partition, b.bucket, f)
-        for b in read_levels(table).buckets
-        for f in b.levels.all_files()
-    ]
-
-
-def test_stitched_files_of_many_stripes_read_back_everywhere(warehouse, paimon_java, monkeypatch):
-    monkeypatch.setattr(orc_writer, "STRIPE_BYTES", 16 * 1024)
-    model = orc_table_with_history(warehouse)
-    compact(warehouse, full=True)
-    (path,) = live_paths(warehouse)
-    assert orc.ORCFile(path).nstripes > 4
-    expected = normalized(list(model.values()))
-    assert normalized(read_rows(open_table(warehouse, "db.t"))) == expected
-    assert_rust_and_java_read(warehouse, paimon_java, expected)
-
-
-def test_an_encoder_thread_failure_fails_the_compaction_and_changes_nothing(warehouse, monkeypatch):
-    monkeypatch.setattr(orc_writer, "STRIPE_BYTES", 16 * 1024)
+def test_a_writer_failure_fails_the_compaction_and_changes_nothing(warehouse, monkeypatch):
     model = orc_table_with_history(warehouse)
     table = open_table(warehouse, "db.t")
     snapshot = table.snapshot_manager().get_latest_snapshot().id
     files = sorted(p.name for p in Path(warehouse).rglob("*.orc"))
     write = orc.ORCWriter.write
-    calls = []
 
-    def failing_in_encoder(self, data):
-        """pyarrow's encoder, failing on its third stripe's thread."""
-        calls.append(threading.current_thread().name)
-        if len(calls) > 10 and calls[-1] == "orc-stripe-encoder":
-            raise OSError("encoder ran out of disk")
-        return write(self, data)
+    def failing(self, data):
+        """pyarrow's writer, failing after it took a batch."""
+        write(self, data)
+        raise OSError("writer ran out of disk")
 
-    monkeypatch.setattr(orc.ORCWriter, "write", failing_in_encoder)
-    with pytest.raises(OSError, match="encoder ran out of disk"):
+    monkeypatch.setattr(orc.ORCWriter, "write", failing)
+    with pytest.raises(OSError, match="writer ran out of disk"):
         compact(warehouse, full=True)
-    assert set(calls) == {"orc-stripe-encoder"}
     monkeypatch.undo()
     table = open_table(warehouse, "db.t")
     assert table.snapshot_manager().get_latest_snapshot().id == snapshot
     assert sorted(p.name for p in Path(warehouse).rglob("*.orc")) == files
     assert normalized(read_rows(table)) == normalized(list(model.values()))
-    assert not [t for t in threading.enumerate() if t.name == "orc-stripe-encoder"]
-
-
-@pytest.mark.parametrize("proven", [True, False], ids=["spliced", "pyarrow-encoded"])
-def test_decimal_columns_read_back_with_and_without_the_splice(
-    warehouse, paimon_java, monkeypatch, proven
-):
-    """On a pyarrow the decimal splice is not proven on, pyarrow encodes decimal columns itself:
-    the files ingest and compaction write read back as the model, by pypaimon and Java."""
-    monkeypatch.setattr(orc_writer, "STRIPE_BYTES", 16 * 1024)
-    monkeypatch.setattr(orc_writer, "splice_proven", lambda version=None: proven)
-    spliced_files = []
-    splice = orc_writer.spliced
-
-    def counted(*args, **kwargs):
-        spliced_files.append(1)
-        return splice(*args, **kwargs)
-
-    monkeypatch.setattr(orc_writer, "spliced", counted)
-    model = orc_table_with_history(warehouse)
-    ours = [row(k, "ours") for k in range(1900, 2300)]
-    ingest_arrow(open_table(warehouse, "db.t"), pa.Table.from_pylist(ours, SCHEMA))
-    model.update({r["id"]: r for r in ours})
-    compact(warehouse, full=True)
-    assert extensions(warehouse) == {"orc"}
-    assert bool(spliced_files) == proven
-    expected = normalized(list(model.values()))
-    assert normalized(read_rows(open_table(warehouse, "db.t"))) == expected
-    assert_rust_and_java_read(warehouse, paimon_java, expected)

@@ -1,15 +1,20 @@
-"""Our data-file indexes are byte for byte the ones Paimon's Java writers (0.9, 1.0) build.
+"""Our data-file indexes say what Paimon's Java writers (0.9, 1.0) build, and Java reads them so.
 
 Java's writers of these releases index append-table files (their primary-key writer builds no
 index yet), so one JVM per version writes an append table per case; we index the rows of each
 of its data files (read back with pyarrow, fed in small batches as our writer does) and compare
-with the blob Java embedded in the manifest or wrote beside the file. These releases build
-bloom filters and V1 bitmaps, of columns and of map keys (`m[k]`); their bitmap writer ignores
-`version`, which we read as 1.
+with the blob Java embedded in the manifest or wrote beside the file: the same placement and
+size, the same (column, index type) sections, each bloom filter's bytes and each bitmap's rows
+per value and null rows equal (our header and dictionaries are in a plain sorted order, Java's
+in its HashMaps' order). Java's own index reader then tests both blobs with the same predicates
+(eq, notEq and in on values the table holds and values it lacks, isNull, isNotNull, on columns
+and map keys) and gives the same verdicts. These releases build bloom filters and V1 bitmaps, of
+columns and of map keys (`m[k]`); their bitmap writer ignores `version`, which we read as 1.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +23,7 @@ import pytest
 from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan
+from tests.io.fileindex.reader import bitmap_rows, sections
 
 pytestmark = pytest.mark.slow
 
@@ -226,13 +232,96 @@ def java(request):
     return request.getfixturevalue("paimon_java" if request.param == "0.9" else "paimon_java_1_0")
 
 
-def test_indexes_equal_java(java, tmp_path):
-    """Every case's every data file: our index bytes are Java's, embedded or beside the file."""
-    warehouse = str(tmp_path)
+# a bitmap's values as struct codes by SQL type; floats as their bits, so NaN keys compare
+BITMAP_VALUES = {
+    "INT": "i",
+    "DATE": "i",
+    "TIME": "i",
+    "FLOAT": "i",
+    "BIGINT": "q",
+    "DOUBLE": "q",
+    "TIMESTAMP(3)": "q",
+    "TIMESTAMP(6)": "q",
+    "TINYINT": "b",
+    "SMALLINT": "h",
+    "STRING": "s",
+    "VARCHAR(60)": "s",
+}
+# a value no case's table is built to hold, per SQL type (a hit only has to agree with Java's)
+ABSENT = {
+    "INT": 123_456_789,
+    "DATE": 99_999,
+    "TIME": 86_399_999,
+    "BIGINT": 2**50 + 3,
+    "TINYINT": 127,
+    "SMALLINT": 32_767,
+    "FLOAT": 12345.5,
+    "DOUBLE": -12345.25,
+    "TIMESTAMP(3)": [123_456_789_012, 0],
+    "TIMESTAMP(6)": [123_456_789_012, 1000],
+    "BYTES": "0badc0de",
+}
+MAX_VALUES = 80  # of each indexed column, tested one by one
+
+
+def sql_types(spec: dict) -> dict[str, str]:
+    """Each index column's SQL type: a map key `m[k]` has its map's value type."""
+    types = {name: kind for name, kind in spec["columns"]}
+    for name, kind in spec["columns"]:
+        if kind.startswith("MAP<"):
+            value_type = kind[len("MAP<") : -1].split(",", 1)[1].strip()
+            types.update({f"{name}[{k}]": value_type for k in MAP_KEYS})
+    return types
+
+
+def meaning(blob: bytes, types: dict[str, str]) -> dict:
+    """What a blob says, whatever its order: per (column, index type) a bloom filter's bytes,
+    or a bitmap's row count, rows of each value and null rows."""
+    out: dict = {}
+    for (column, kind), body in sections(blob).items():
+        assert kind in ("bloom-filter", "bitmap"), kind
+        out[(column, kind)] = (
+            bitmap_rows(body, BITMAP_VALUES[types[column]]) if kind == "bitmap" else body
+        )
+    return out
+
+
+def held(spec: dict, column: str) -> list:
+    """The distinct JSON values the table holds in an index column (a map key's values)."""
+    names = [name for name, _ in spec["columns"]]
+    if column in names:
+        values = [row[names.index(column)] for row in spec["rows"]]
+    else:
+        name, key = column[:-1].split("[", 1)
+        maps = [row[names.index(name)] for row in spec["rows"]]
+        values = [v for m in maps if m for k, v in m if k == key]
+    distinct = {json.dumps(v): v for v in values if v is not None}
+    return list(distinct.values())[:MAX_VALUES]
+
+
+def predicates(spec: dict, columns: set[str], types: dict[str, str]) -> list:
+    """Predicates on every index column: eq on each value held, eq, notEq and in on a value it
+    lacks, isNull and isNotNull."""
+    out: list = []
+    for column in sorted(columns):
+        values = held(spec, column)
+        absent = ABSENT.get(types[column], "absent\u2603")
+        out += [[column, "eq", v] for v in values]
+        out += [[column, "eq", absent], [column, "notEq", absent], [column, "in", [absent]]]
+        out += [[column, "in", [absent, *values[:1]]], [column, "isNull"], [column, "isNotNull"]]
+    return out
+
+
+def test_indexes_say_what_javas_say(java, tmp_path):
+    """Every case's every data file: our index holds what Java's does, placed alike, and Java's
+    reader gives the same verdicts on both."""
+    warehouse = str(tmp_path / "warehouse")
     files = java.file_index_tables(warehouse, CASES)
     assert {f["table"] for f in files} == {c["table"] for c in CASES}
+    specs = {c["table"]: c for c in CASES}
     where = {"embedded": 0, "sidecar": 0}
-    for f in files:
+    checks = []
+    for n, f in enumerate(files):
         root = Path(warehouse) / "db.db" / f["table"]
         schema = TableSchema.from_json((root / "schema" / "schema-0").read_text())
         plan = file_index_plan(schema.options, schema.fields)
@@ -245,10 +334,28 @@ def test_indexes_equal_java(java, tmp_path):
         if f["embedded"] is not None:
             where["embedded"] += 1
             assert f["extra"] == []
-            assert ours.embedded is not None and ours.embedded.hex() == f["embedded"], f["table"]
+            assert ours.embedded is not None, f["table"]
+            theirs = bytes.fromhex(f["embedded"])
+            blobs = [{"index": ours.embedded.hex()}, {"index": f["embedded"]}]
         else:
             where["sidecar"] += 1
             assert f["extra"] == [f["file"] + ".index"], f["table"]
-            java_bytes = (root / f"bucket-{f['bucket']}" / f["extra"][0]).read_bytes()
-            assert ours.sidecar == java_bytes, f["table"]
+            assert ours.sidecar is not None, f["table"]
+            sidecar = root / f"bucket-{f['bucket']}" / f["extra"][0]
+            theirs = sidecar.read_bytes()
+            mine = tmp_path / f"ours-{n}.index"
+            mine.write_bytes(ours.sidecar)
+            blobs = [{"path": str(mine)}, {"path": str(sidecar)}]
+        blob = ours.embedded or ours.sidecar
+        assert len(blob) == len(theirs), f["table"]
+        spec = specs[f["table"]]
+        types = sql_types(spec)
+        assert meaning(blob, types) == meaning(theirs, types), f["table"]
+        tested = predicates(spec, {c for c, _ in sections(theirs)}, types)
+        checks += [{"columns": spec["columns"], "predicates": tested, **b} for b in blobs]
     assert where["embedded"] >= 2 and where["sidecar"] >= 4
+    verdicts = java.file_index_verdicts(checks)
+    assert len(verdicts) == len(checks)
+    for ours_kept, theirs_kept in zip(verdicts[::2], verdicts[1::2], strict=True):
+        assert ours_kept == theirs_kept
+    assert not all(all(kept) for kept in verdicts)  # the indexes skip files, not only keep them
