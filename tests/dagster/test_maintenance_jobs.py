@@ -221,6 +221,7 @@ def test_rescale_job(warehouse):
     assert state(table)[2] == before[2], "the rows are unchanged"
 
 
+@pytest.mark.spark
 def test_rescale_job_on_spark(spark, warehouse):
     """executor: spark rewrites on the job's PySpark resource (the suite's session)."""
     resource = PaimonWarehouse(uri=warehouse)
