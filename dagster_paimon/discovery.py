@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pypaimon.catalog.catalog_exception import DatabaseNotExistException, TableNotExistException
 
 from dagster_paimon.errors import (
     DagsterPaimonError,
@@ -29,6 +28,7 @@ from dagster_paimon.errors import (
     TableNotFoundError,
     WarehouseUnreachableError,
 )
+from dagster_paimon.format.catalog import DatabaseNotExistException, TableNotExistException
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.options import bucket
 from dagster_paimon.storage.local import local_path

@@ -9,10 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from pypaimon.common.memory_size import MemorySize
-from pypaimon.common.time_utils import parse_duration
-
 from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError
+from dagster_paimon.format.values import MemorySize, parse_duration
 
 T = TypeVar("T")
 D = TypeVar("D")

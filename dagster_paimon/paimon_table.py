@@ -13,11 +13,11 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 import pyarrow as pa
-from pypaimon.catalog.catalog import Catalog
-from pypaimon.schema.data_types import PyarrowFieldParser
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InvalidArgumentError
+from dagster_paimon.format.catalog import Catalog
+from dagster_paimon.format.schema import PyarrowFieldParser
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.ingest.arrow import MODES, ingest_arrow
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.kinds import Health, compact_open_table, table_health

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pypaimon.schema.data_types import DataField
-from pypaimon.table.row.generic_row import GenericRow, GenericRowDeserializer
-
 # parsed where the CLI can reach it without pypaimon; importable from here as before
 from dagster_paimon.arguments import parse_partition_spec as parse_partition_spec
+from dagster_paimon.format.manifest import GenericRow, GenericRowDeserializer
+from dagster_paimon.format.schema import DataField
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 

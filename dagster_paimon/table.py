@@ -6,13 +6,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pypaimon import CatalogFactory, Schema
-from pypaimon.catalog.catalog import Catalog
-from pypaimon.catalog.catalog_exception import (
-    DatabaseNotExistException,
-    TableNotExistException,
-)
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.arguments import parse_identifier
 from dagster_paimon.errors import (
@@ -24,6 +17,14 @@ from dagster_paimon.errors import (
     WarehouseUnreachableError,
     transient_errors,
 )
+from dagster_paimon.format.catalog import (
+    Catalog,
+    CatalogFactory,
+    DatabaseNotExistException,
+    Schema,
+    TableNotExistException,
+)
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.options import BUCKET, BUCKET_KEY, DYNAMIC_BUCKET, POSTPONE_BUCKET
 from dagster_paimon.redaction import masked_options
 from dagster_paimon.storage.warehouse import warehouse_for

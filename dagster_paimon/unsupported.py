@@ -24,22 +24,21 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from pypaimon.schema.data_types import (
+from dagster_paimon.census.census import census
+from dagster_paimon.errors import (
+    InvalidArgumentError,
+    UnsupportedCatalogError,
+    UnsupportedLayoutError,
+)
+from dagster_paimon.format.schema import (
     ArrayType,
     AtomicType,
     DataType,
     MapType,
     MultisetType,
     RowType,
+    TableSchema,
     VectorType,
-)
-from pypaimon.schema.table_schema import TableSchema
-
-from dagster_paimon.census.census import census
-from dagster_paimon.errors import (
-    InvalidArgumentError,
-    UnsupportedCatalogError,
-    UnsupportedLayoutError,
 )
 from dagster_paimon.options import (
     CHANGELOG_FILE_FORMAT,

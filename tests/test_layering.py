@@ -1,5 +1,5 @@
 """The import arrows: adapters -> paimon_table -> maintenance, ingest -> lsm -> commit -> snapshot
--> io -> table.
+-> io -> table, and every layer -> format, the one seam to pypaimon.
 
 Each package may import only the layers below it; the Dagster, Spark and CLI adapters and
 PaimonTable are the only modules that see the compaction package, and only through its public
@@ -25,7 +25,9 @@ BASE = {
     "results",
     "unsupported",
 }
+SEAM = "format"
 ENGINE = {
+    SEAM: {SEAM},
     "base": {"base"},
     "storage": {"base", "storage"},
     "table": {"base", "storage", "table"},
@@ -141,12 +143,36 @@ def test_imports_point_down_the_layers(module):
     path = ROOT / (module.replace(".", "/") + ".py")
     own = layer(module)
     for target in imports(path):
-        allowed = set(ENGINE) | ADAPTERS[own] if own in ADAPTERS else ENGINE[own]
+        allowed = set(ENGINE) | ADAPTERS[own] if own in ADAPTERS else ENGINE[own] | {SEAM}
+        if own == SEAM:
+            allowed = {SEAM}
         if own in COMPACTION_USERS:
             assert not target.startswith("lsm.compaction."), (
                 f"{module} reaches into {target}; use dagster_paimon.lsm.compaction"
             )
         assert layer(target) in allowed, f"{module} ({own}) must not import {target}"
+
+
+def pypaimon_imports(path: Path) -> list[str]:
+    """Every pypaimon module a file imports, anywhere in it."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+    return [n for n in found if n == "pypaimon" or n.startswith("pypaimon.")]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_only_the_seam_imports_pypaimon(module):
+    path = ROOT / (module.replace(".", "/") + ".py")
+    if layer(module) != SEAM:
+        assert pypaimon_imports(path) == [], f"{module} imports pypaimon; take it from {SEAM}"
+
+
+def test_the_seam_is_where_pypaimon_is_imported():
+    assert any(pypaimon_imports(p) for p in (ROOT / SEAM).glob("*.py"))
 
 
 def test_the_lsm_root_holds_only_subpackages():

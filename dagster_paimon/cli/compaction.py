@@ -12,8 +12,7 @@ from dagster_paimon.cli.session import on_executor, spark_flags
 from dagster_paimon.cli.shared import Shared
 
 if TYPE_CHECKING:
-    from pypaimon.table.file_store_table import FileStoreTable
-
+    from dagster_paimon.format.table import FileStoreTable
     from dagster_paimon.lsm.compaction import TaskExecutor
     from dagster_paimon.table import TableRef
 

@@ -11,9 +11,8 @@ from dagster_paimon.cli.params import PARTITION
 from dagster_paimon.cli.shared import Shared
 
 if TYPE_CHECKING:
-    from pypaimon.table.file_store_table import FileStoreTable
-
     from dagster_paimon.cli.output import Findings
+    from dagster_paimon.format.table import FileStoreTable
 
 
 @command(

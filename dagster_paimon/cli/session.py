@@ -11,9 +11,8 @@ import click
 from click.core import ParameterSource
 
 if TYPE_CHECKING:
-    from pypaimon.table.file_store_table import FileStoreTable
-
     from dagster_paimon.cli.shared import Shared
+    from dagster_paimon.format.table import FileStoreTable
     from dagster_paimon.lsm.compaction import TaskExecutor
     from dagster_paimon.spark.session import PendingSession
     from dagster_paimon.table import TableRef

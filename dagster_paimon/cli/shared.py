@@ -21,8 +21,7 @@ from dagster_paimon.cli.output import JSON, TEXT, Output
 from dagster_paimon.cli.params import Identifier, OptionPair
 
 if TYPE_CHECKING:
-    from pypaimon.table.file_store_table import FileStoreTable
-
+    from dagster_paimon.format.table import FileStoreTable
     from dagster_paimon.paimon_table import PaimonTable
 
 WAREHOUSE_ENV = "PAIMON_WAREHOUSE"

@@ -13,13 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
+from dagster_paimon.format.manifest import ManifestEntry, ManifestListManager, ManifestReader
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
-from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.options import SEQUENCE_NUMBER_INIT_MODE, read_option
 
 MAX_SEQUENCE_NUMBER = "sequence.generation.max-sequence-number"

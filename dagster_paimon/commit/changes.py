@@ -5,11 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pypaimon.index.index_file_meta import IndexFileMeta
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.table.file_store_table import FileStoreTable
-
+from dagster_paimon.format.manifest import DataFileMeta, IndexFileMeta, ManifestEntry
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD, DELETE
 from dagster_paimon.io.index import delete_index_file
 from dagster_paimon.io.paths import delete_data_files

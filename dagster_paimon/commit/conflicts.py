@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.snapshot.snapshot import Snapshot
-
 from dagster_paimon.errors import CommitConflictError, CorruptMetadataError
+from dagster_paimon.format.manifest import DataFileMeta, ManifestEntry
+from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.io.filekind import ADD, DELETE
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import entry_identifier, sorted_run_files

@@ -14,14 +14,6 @@ import uuid
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pypaimon.build_info import full_version as build_full_version
-from pypaimon.common.json_util import JSON
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.commit.carried import inherited_statistics, snapshot_properties
 from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import CommitConflictError, transient_cause
@@ -32,8 +24,17 @@ from dagster_paimon.failpoints import (
     MANIFESTS_WRITTEN,
     failpoint,
 )
+from dagster_paimon.format.catalog import full_version as build_full_version
+from dagster_paimon.format.manifest import (
+    ManifestEntry,
+    ManifestFileMeta,
+    ManifestListManager,
+    ManifestReader,
+)
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
+from dagster_paimon.format.values import JSON
 from dagster_paimon.io.filekind import ADD
-from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.snapshot.collector import collector_paused
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.snapshot.resolve import find_landed

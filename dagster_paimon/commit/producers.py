@@ -6,12 +6,6 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import ClassVar, Protocol
 
-from pypaimon.index.index_file_meta import IndexFileMeta
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.commit.changes import BucketChange, discard_all
 from dagster_paimon.commit.conflicts import (
     apply_entries,
@@ -22,6 +16,9 @@ from dagster_paimon.commit.conflicts import (
 from dagster_paimon.commit.producer import MAX_RETRIES, SnapshotProducer
 from dagster_paimon.errors import CommitConflictError, InvalidOptionError
 from dagster_paimon.failpoints import FILES_RESEQUENCED, failpoint
+from dagster_paimon.format.manifest import IndexFileMeta, ManifestEntry, ManifestFileMeta
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import DELETE
 from dagster_paimon.io.index import (
     DELETION_VECTORS,

@@ -6,10 +6,10 @@ from typing import Any
 
 from dagster import ConfigurableResource, EnvVar
 from pydantic import Field, field_validator
-from pypaimon.catalog.catalog import Catalog
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.format.catalog import Catalog
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.redaction import is_secret, masked, masked_options
 from dagster_paimon.storage.s3 import S3Settings
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table

@@ -47,7 +47,8 @@ if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import (
         UnresolvedAssetJobDefinition,
     )
-    from pypaimon.table.file_store_table import FileStoreTable
+
+    from dagster_paimon.format.table import FileStoreTable
 
 IN_FLIGHT = [
     DagsterRunStatus.QUEUED,

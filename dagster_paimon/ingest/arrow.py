@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 
 import pyarrow as pa
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import InvalidArgumentError
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.write import write_all

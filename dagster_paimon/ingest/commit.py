@@ -6,10 +6,9 @@ import logging
 from collections.abc import Collection, Sequence
 from functools import partial
 
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.commit.producer import CommitOutcome
 from dagster_paimon.commit.producers import AppendProducer, OverwriteProducer
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.ingest.resequence import resequenced
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.lsm.write.bucket import total_buckets

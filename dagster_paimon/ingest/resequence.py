@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.kv import SEQUENCE_NUMBER
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.read import READ_BUFFER_ROWS, read_file

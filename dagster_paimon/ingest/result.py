@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
+from dagster_paimon.format.manifest import ManifestListManager, ManifestReader
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
-from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.results import DETAIL, METRIC, Reported
 
 

@@ -37,11 +37,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from pypaimon.common.external_path_provider import EntropyInjectExternalPathProvider
-from pypaimon.table.file_store_table import FileStoreTable
-from pypaimon.utils.path import resolve_path, to_file_io_path
-
 from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError
+from dagster_paimon.format.table import (
+    EntropyInjectExternalPathProvider,
+    FileStoreTable,
+    resolve_path,
+    to_file_io_path,
+)
 from dagster_paimon.io.paths import bucket_file_path
 from dagster_paimon.options import (
     CHANGELOG_FILE_PREFIX,

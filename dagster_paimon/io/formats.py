@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
-from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.io.avro.checks import check_avro
 from dagster_paimon.io.avro.codecs import avro_codec, avro_level
 from dagster_paimon.io.avro.reader import AvroReader

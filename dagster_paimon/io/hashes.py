@@ -7,10 +7,10 @@ rewritten whole when a write adds keys (DynamicBucketIndexMaintainer).
 from __future__ import annotations
 
 import numpy as np
-from pypaimon.index.index_file_meta import IndexFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.format.manifest import IndexFileMeta
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.index import HASH_INDEX, index_path, write_index_file
 from dagster_paimon.partition import Partition
 

@@ -19,15 +19,17 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
-from pypaimon.index.index_file_meta import IndexFileMeta
-from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
-from pypaimon.manifest.index_manifest_file import IndexManifestFile
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import CorruptMetadataError
 from dagster_paimon.failpoints import INDEX_FILE_WRITTEN, failpoint
+from dagster_paimon.format.manifest import (
+    DeletionVectorMeta,
+    IndexFileMeta,
+    IndexManifestEntry,
+    IndexManifestFile,
+)
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.vectors import (
     DeletionVector,

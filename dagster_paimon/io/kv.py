@@ -7,9 +7,8 @@ its file) for merges that need them; they are never written.
 from __future__ import annotations
 
 import pyarrow as pa
-from pypaimon.schema.data_types import PyarrowFieldParser
-from pypaimon.schema.table_schema import TableSchema
 
+from dagster_paimon.format.schema import PyarrowFieldParser, TableSchema
 from dagster_paimon.io.memo import PerObject
 
 KEY_PREFIX = "_KEY_"

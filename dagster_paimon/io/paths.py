@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
-from pypaimon.utils.file_store_path_factory import canonical_data_file_path
-from pypaimon.utils.path import to_file_io_path
-
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.table import FileStoreTable, canonical_data_file_path, to_file_io_path
 from dagster_paimon.io.memo import PerObject
 from dagster_paimon.partition import Partition
 

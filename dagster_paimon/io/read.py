@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.schema.table_schema import TableSchema
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import CorruptFileError, SchemaMismatchError
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.schema import TableSchema
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.bulk import BULK_ERRORS, bulk_readable, read_bulk
 from dagster_paimon.io.formats import PARQUET, format_of, open_reader
 from dagster_paimon.io.kv import (

@@ -38,8 +38,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.manifest.schema.simple_stats import SimpleStats
-from pypaimon.schema.data_types import (
+
+from dagster_paimon.errors import InvalidArgumentError
+from dagster_paimon.format.manifest import GenericRow, SimpleStats
+from dagster_paimon.format.schema import (
     ArrayType,
     AtomicType,
     DataField,
@@ -47,12 +49,9 @@ from pypaimon.schema.data_types import (
     MapType,
     MultisetType,
     RowType,
+    TableSchema,
     VectorType,
 )
-from pypaimon.schema.table_schema import TableSchema
-from pypaimon.table.row.generic_row import GenericRow
-
-from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.options import (
     CHANGELOG_FILE_STATS_MODE,
     FIELDS_PREFIX,

@@ -13,13 +13,11 @@ from typing import Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.data.timestamp import Timestamp
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
-from pypaimon.table.row.generic_row import GenericRow
-from pypaimon.write.writer.parquet_writer_options import create_parquet_writer_options
 
 from dagster_paimon.failpoints import DATA_FILE_WRITTEN, failpoint
+from dagster_paimon.format.manifest import DataFileMeta, GenericRow
+from dagster_paimon.format.table import FileStoreTable, create_parquet_writer_options
+from dagster_paimon.format.values import Timestamp
 from dagster_paimon.io.external import DataFilePaths
 from dagster_paimon.io.fileindex import FileIndexBuilder, file_index_plan, sidecar_path
 from dagster_paimon.io.formats import FileWriter, check_writable_format, open_writer

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-
+from dagster_paimon.format.manifest import DataFileMeta
 from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors
 from dagster_paimon.lsm.model.levels import TableLevels

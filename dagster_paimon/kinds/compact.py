@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import InvalidArgumentError
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.kinds.resolve import kind_of
 from dagster_paimon.lsm.compaction.compact import (
     CompactionPlan,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pypaimon.schema.table_schema import TableSchema
-from pypaimon.table.file_store_table import FileStoreTable
-
+from dagster_paimon.format.schema import TableSchema
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.kinds.append import APPEND_KIND
 from dagster_paimon.kinds.kind import Health, TableKind
 from dagster_paimon.kinds.primary_key import PRIMARY_KEY_KIND

@@ -13,10 +13,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import groupby
 
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import MaintenanceAbortedError, transient_errors
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.maintenance.context import (
     DEFAULT_CONTEXT,
     Clock,

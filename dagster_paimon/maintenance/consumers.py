@@ -14,10 +14,9 @@ import time
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import ConsumerNotFoundError, InvalidArgumentError
 from dagster_paimon.failpoints import CONSUMER_RESET, CONSUMERS_REMOVED, failpoint
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.options import consumer_expiration_ms
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned, timedelta_ms

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from pypaimon.table.file_store_table import FileStoreTable
-
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.snapshot.metadata import TableMetadata
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.snapshots import SnapshotWriter, create_snapshot_if_absent

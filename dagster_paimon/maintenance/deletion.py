@@ -6,8 +6,7 @@ import bisect
 import logging
 from collections.abc import Callable, Sequence
 
-from pypaimon.snapshot.snapshot import Snapshot
-
+from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.io.filekind import ADD, DELETE
 from dagster_paimon.snapshot.lists import snapshot_lists
 from dagster_paimon.snapshot.metadata import APPEND_SOURCE, SNAPSHOT_PREFIX, FileRef, TableMetadata

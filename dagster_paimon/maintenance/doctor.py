@@ -15,10 +15,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import RepairRefusedError
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.index import index_path
 from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name

@@ -13,11 +13,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
-from pypaimon.changelog.changelog import Changelog
-from pypaimon.common.json_util import JSON
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import InvalidArgumentError, StaleMaintenancePlanError
 from dagster_paimon.failpoints import (
     DATA_FILES_EXPIRED,
@@ -25,6 +20,9 @@ from dagster_paimon.failpoints import (
     RECORDS_EXPIRED,
     failpoint,
 )
+from dagster_paimon.format.metadata import Changelog, Snapshot
+from dagster_paimon.format.table import FileStoreTable
+from dagster_paimon.format.values import JSON
 from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.deletion import (
     TagSkipper,

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pypaimon.snapshot.snapshot import Snapshot
-
 from dagster_paimon.errors import StaleMaintenancePlanError
+from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.snapshot.metadata import SNAPSHOT_PREFIX, TableMetadata
 
 

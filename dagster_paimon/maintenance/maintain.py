@@ -26,8 +26,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon import unsupported
 from dagster_paimon.errors import (
     InputError,
@@ -35,6 +33,7 @@ from dagster_paimon.errors import (
     MaintenanceStepError,
     MaintenanceStepInputError,
 )
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.maintenance import partitions
 from dagster_paimon.maintenance.auto_tags import create_automatic_tags
 from dagster_paimon.maintenance.consumers import expire_consumers

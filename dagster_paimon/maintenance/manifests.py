@@ -16,16 +16,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.commit.producers import ManifestCompactProducer
 from dagster_paimon.errors import CorruptMetadataError
+from dagster_paimon.format.manifest import (
+    ManifestEntry,
+    ManifestFileMeta,
+    ManifestListManager,
+    ManifestReader,
+)
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
-from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.options import ManifestMergeOptions
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned

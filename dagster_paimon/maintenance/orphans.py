@@ -19,9 +19,8 @@ import time
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import InvalidArgumentError, MaintenanceAbortedError
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.external import (
     BUCKET_DIR_NAME,
     ENTROPY_DIR_NAMES,

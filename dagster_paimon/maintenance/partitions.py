@@ -33,11 +33,6 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Literal
 
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.commit.producers import OverwriteProducer
 from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import (
@@ -45,8 +40,10 @@ from dagster_paimon.errors import (
     InvalidArgumentError,
     InvalidTableSpecError,
 )
+from dagster_paimon.format.manifest import ManifestEntry, ManifestListManager, ManifestReader
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
-from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.partition_time import (
     TIMESTAMP_FORMATTER,

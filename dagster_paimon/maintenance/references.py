@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from pypaimon.snapshot.snapshot import Snapshot
-
 from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.snapshot.lists import snapshot_lists
 from dagster_paimon.snapshot.metadata import (
     CHANGELOG_PREFIX,

@@ -26,11 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from pypaimon.common.json_util import JSON
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-from pypaimon.tag.tag import Tag
-
 from dagster_paimon.errors import (
     CorruptFileError,
     InvalidArgumentError,
@@ -38,6 +33,9 @@ from dagster_paimon.errors import (
     TagNotFoundError,
 )
 from dagster_paimon.failpoints import ROLLBACK_LATEST_MOVED, ROLLBACK_RECORDS_REMOVED, failpoint
+from dagster_paimon.format.metadata import Snapshot, Tag
+from dagster_paimon.format.table import FileStoreTable
+from dagster_paimon.format.values import JSON
 from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.deletion import changelog_lists, lists_named, metadata_to_delete
 from dagster_paimon.maintenance.guard import Seen, check_unchanged, seen

@@ -17,9 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pypaimon.snapshot.snapshot import Snapshot
-
 from dagster_paimon.errors import MaintenanceAbortedError
+from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.maintenance.deletion import (
     data_paths,
     lists_named,

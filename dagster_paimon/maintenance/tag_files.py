@@ -11,12 +11,6 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
-from pypaimon.common.time_utils import (
-    duration_to_json_seconds,
-    local_datetime_to_json_array,
-)
-from pypaimon.tag.tag import Tag
-
 from dagster_paimon.errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
@@ -24,6 +18,8 @@ from dagster_paimon.errors import (
     TagNotFoundError,
 )
 from dagster_paimon.failpoints import TAG_WRITTEN, failpoint
+from dagster_paimon.format.metadata import Tag
+from dagster_paimon.format.values import duration_to_json_seconds, local_datetime_to_json_array
 from dagster_paimon.maintenance.context import table_name
 from dagster_paimon.maintenance.tag_options import TagOptions
 from dagster_paimon.maintenance.tag_results import TagInfo

@@ -13,9 +13,8 @@ import logging
 import time
 from datetime import timedelta
 
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import TagExistsError, transient_errors
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.maintenance.auto_tags import create_automatic_tags
 from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
 from dagster_paimon.maintenance.tag_deletion import (

@@ -6,15 +6,16 @@ from collections.abc import Iterable
 from functools import cmp_to_key
 from itertools import pairwise
 
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.read.interval_partition import default_key_comparator
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import CorruptMetadataError
-from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.format.manifest import (
+    DataFileMeta,
+    ManifestEntry,
+    ManifestListManager,
+    ManifestReader,
+)
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.runs import default_key_comparator
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.snapshot.collector import collector_paused
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from io import BytesIO
 
 import fastavro
-from pypaimon.snapshot.snapshot import Snapshot
 
 from dagster_paimon.errors import CorruptFileError
+from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.snapshot.metadata import AVRO_ERRORS, TableMetadata, avro_records
 from dagster_paimon.storage.pool import parallel_map
 

@@ -15,12 +15,11 @@ from io import BytesIO
 from typing import Any, TypeVar, cast
 
 import fastavro
-from pypaimon.manifest.index_manifest_file import IndexManifestFile
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-from pypaimon.tag.tag import Tag
 
 from dagster_paimon.errors import CorruptFileError, MaintenanceAbortedError
+from dagster_paimon.format.manifest import IndexManifestFile
+from dagster_paimon.format.metadata import Snapshot, Tag
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.paths import bucket_file_path
 from dagster_paimon.partition import Partition

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from pypaimon.common.file_io import FileIO
-from pypaimon.common.json_util import JSON
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import CorruptFileError, SnapshotNotFoundError
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileIO, FileStoreTable
+from dagster_paimon.format.values import JSON
 from dagster_paimon.storage.pool import parallel_map
 
 APPEND, OVERWRITE, COMPACT = "APPEND", "OVERWRITE", "COMPACT"

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql import SparkSession
 
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.lsm.compaction import COMPACTION, Work
 from dagster_paimon.table import TableRef
 

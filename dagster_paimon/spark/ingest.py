@@ -17,7 +17,6 @@ from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
-from pypaimon.schema.table_schema import TableSchema
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -27,6 +26,7 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from dagster_paimon import errors
 from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import InvalidArgumentError
+from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.ingest.arrow import MODES
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.kv import trimmed_primary_keys, value_schema

@@ -12,10 +12,10 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
 from pyspark.sql.datasource import InputPartition
 
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.index import BucketVectors, VectorIndex
 from dagster_paimon.io.kv import key_columns, value_schema
 from dagster_paimon.io.read import read_file, read_run, run_batch_rows

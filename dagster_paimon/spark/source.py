@@ -17,9 +17,6 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pypaimon.common.options import config as catalog_config
-from pypaimon.common.options.config_option import ConfigOption
-from pypaimon.index.index_file_meta import IndexFileMeta
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
@@ -33,6 +30,9 @@ from pyspark.sql.types import StructType
 
 from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import InvalidArgumentError, SchemaMismatchError
+from dagster_paimon.format.catalog import ConfigOption
+from dagster_paimon.format.catalog import config as catalog_config
+from dagster_paimon.format.manifest import IndexFileMeta
 from dagster_paimon.ingest.commit import commit_ingest, discard_writes
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.io.write import write_all

@@ -19,10 +19,9 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from pypaimon.common.file_io import FileIO
-from pypaimon.common.options import Options
-from pypaimon.filesystem.pyarrow_file_io import PyArrowFileIO
 
+from dagster_paimon.format.catalog import Options
+from dagster_paimon.format.table import FileIO, PyArrowFileIO
 from dagster_paimon.storage.retry import RetryPolicy, retrying
 
 log = logging.getLogger(__name__)

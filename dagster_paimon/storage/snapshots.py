@@ -6,8 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pypaimon.common.file_io import FileIO
-
+from dagster_paimon.format.table import FileIO
 from dagster_paimon.storage.local import local_path, replace_local
 from dagster_paimon.storage.warehouse import warehouse_of
 

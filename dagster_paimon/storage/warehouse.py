@@ -8,10 +8,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlparse
 
-from pypaimon.common.file_io import FileIO
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import UnsupportedWarehouseError, WarehouseUnreachableError
+from dagster_paimon.format.table import FileIO, FileStoreTable
 from dagster_paimon.storage.files import TableFiles
 from dagster_paimon.storage.local import LocalFiles, create_local_if_absent, local_path
 from dagster_paimon.storage.retry import RetryPolicy

@@ -18,10 +18,10 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedLayoutError
+from dagster_paimon.format.manifest import ManifestReader
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.io.filekind import ADD
-from dagster_paimon.io.manifest_compat import ManifestReader
 from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.lsm.write.layout import plan_write_layout

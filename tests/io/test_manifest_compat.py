@@ -12,7 +12,7 @@ import fastavro
 from pypaimon.common.json_util import JSON
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
-from dagster_paimon.io.manifest_compat import ManifestReader
+from dagster_paimon.format.manifest import ManifestReader
 from dagster_paimon.kinds import compact_table
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent

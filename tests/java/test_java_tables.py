@@ -11,8 +11,8 @@ import fastavro
 import pytest
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 
+from dagster_paimon.format.manifest import fill_defaults
 from dagster_paimon.io.index import DELETION_VECTORS
-from dagster_paimon.io.manifest_compat import fill_defaults
 from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, open_table

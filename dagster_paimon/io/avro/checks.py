@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import re
 
-from pypaimon.schema.data_types import (
+from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.format.schema import (
     ArrayType,
     AtomicType,
     DataType,
     MapType,
     RowType,
+    TableSchema,
     VectorType,
 )
-from pypaimon.schema.table_schema import TableSchema
-
-from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.io.avro.codecs import FILE_COMPRESSION, avro_codec
 from dagster_paimon.options import FILE_FORMAT
 

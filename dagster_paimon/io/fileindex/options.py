@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pypaimon.schema.data_types import DataField
-
 from dagster_paimon.errors import InvalidOptionError, UnsupportedLayoutError
+from dagster_paimon.format.schema import DataField
 from dagster_paimon.io.fileindex.mapentry import entry_name, nested_column
 from dagster_paimon.io.fileindex.values import JavaType, java_type
 from dagster_paimon.options import memory_bytes

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.schema.data_types import AtomicType, DataType
+
+from dagster_paimon.format.schema import AtomicType, DataType
 
 INTEGRAL_BYTES = {"TINYINT": 1, "SMALLINT": 2, "INT": 4, "INTEGER": 4, "BIGINT": 8}
 STRINGS = {"CHAR", "VARCHAR", "STRING"}

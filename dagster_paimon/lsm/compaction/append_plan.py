@@ -35,8 +35,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-
+from dagster_paimon.format.manifest import DataFileMeta
 from dagster_paimon.io.index import VectorIndex
 from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels

@@ -7,10 +7,10 @@ import time
 from collections.abc import Iterator
 
 import pyarrow as pa
-from pypaimon.index.index_file_meta import IndexFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
+from dagster_paimon.format.manifest import IndexFileMeta
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.index import BucketVectors
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.io.paths import delete_data_files

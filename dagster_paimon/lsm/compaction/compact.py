@@ -10,11 +10,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.commit.producers import CompactProducer
 from dagster_paimon.errors import InvalidOptionError, transient_errors
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.lsm.compaction.append_plan import (
     AppendTask,
     plan_append_tasks,

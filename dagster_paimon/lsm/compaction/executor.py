@@ -9,9 +9,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.commit.changes import discard_all
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.lsm.compaction.plan import TaskPlan
 from dagster_paimon.lsm.compaction.task import CompactResult, run_task
 from dagster_paimon.table import TableRef

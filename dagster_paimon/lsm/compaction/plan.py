@@ -10,10 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.read.interval_partition import IntervalPartition
-
 from dagster_paimon.errors import InternalError
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.runs import IntervalPartition
 from dagster_paimon.io.index import VectorIndex
 from dagster_paimon.lsm.compaction.rewriter import LOOKUP, Rewriter, contains_delete_records
 from dagster_paimon.lsm.model.levels import Levels

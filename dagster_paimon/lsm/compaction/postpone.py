@@ -21,12 +21,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.schema.table_schema import TableSchema
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.errors import CorruptMetadataError, InvalidOptionError
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.schema import TableSchema
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.kv import VALUE_KIND, value_schema
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.read import read_file

@@ -31,10 +31,6 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.commit.producers import OverwriteProducer
@@ -45,6 +41,9 @@ from dagster_paimon.errors import (
     UnsupportedLayoutError,
     transient_errors,
 )
+from dagster_paimon.format.manifest import DataFileMeta, ManifestEntry
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.kv import VALUE_KIND, value_schema
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.lsm.compaction.compact import check_supported, compaction_job_options

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-
+from dagster_paimon.format.manifest import DataFileMeta
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.options import DEDUPLICATE, FIRST_ROW
 

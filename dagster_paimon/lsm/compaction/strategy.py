@@ -13,9 +13,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-
 from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.format.manifest import DataFileMeta
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import CompactUnit, LevelSortedRun, SortedRun
 from dagster_paimon.options import WRITE_ONLY

@@ -11,11 +11,10 @@ from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
-from pypaimon.index.index_file_meta import IndexFileMeta
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
+from dagster_paimon.format.manifest import DataFileMeta, IndexFileMeta
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.index import BucketVectors
 from dagster_paimon.io.kv import key_columns
 from dagster_paimon.io.paths import delete_data_files

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.errors import InternalError
+from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.io.kv import (
     INSERT,
     KEY_PREFIX,

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 
+from dagster_paimon.format.manifest import DataFileMeta
 from dagster_paimon.io.kv import LEVEL, POSITION
 
 FILE = "_FILE"

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.schema.table_schema import TableSchema
 
+from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.io.index import BucketVectors
 from dagster_paimon.io.kv import (
     DELETE,

@@ -16,10 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.commit.users import is_ours
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.options import WRITE_ONLY, WRITE_ONLY_FALLBACKS, flag
 from dagster_paimon.results import DETAIL, Reported
 from dagster_paimon.snapshot.resolve import COMPACT, recent_snapshots

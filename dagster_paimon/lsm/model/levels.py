@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.schema.table_schema import TableSchema
-from pypaimon.snapshot.snapshot import Snapshot
-from pypaimon.table.file_store_table import FileStoreTable
-
 from dagster_paimon.errors import InternalError, InvalidArgumentError
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.schema import TableSchema
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.index import VectorIndex, counted_rows, deleted_rows, deletion_indexes
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors
 from dagster_paimon.lsm.model.health import BucketHealth, TableHealth

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.options import (
     RECORD_LEVEL_EXPIRE_TIME,
     RECORD_LEVEL_TIME_FIELD,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.read.interval_partition import SortedRun
+from dagster_paimon.format.manifest import DataFileMeta
+from dagster_paimon.format.runs import SortedRun
 
 __all__ = ["CompactUnit", "LevelSortedRun", "SortedRun", "run_size"]
 

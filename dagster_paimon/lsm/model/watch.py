@@ -10,9 +10,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from pypaimon.catalog.catalog import Catalog
-from pypaimon.table.file_store_table import FileStoreTable
-
+from dagster_paimon.format.catalog import Catalog
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.lsm.model.levels import TableLevels, levels_at
 from dagster_paimon.snapshot.resolve import latest_snapshot_id, read_snapshot, resolve_snapshot
 from dagster_paimon.table import get_table

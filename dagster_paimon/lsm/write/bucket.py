@@ -22,9 +22,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.schema.table_schema import TableSchema
 
 from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
+from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.options import (
     BUCKET_FUNCTION_TYPE,
     DYNAMIC_BUCKET,

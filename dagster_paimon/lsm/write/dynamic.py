@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-from pypaimon.index.index_file_meta import IndexFileMeta
-from pypaimon.schema.table_schema import TableSchema
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InvalidOptionError
+from dagster_paimon.format.manifest import IndexFileMeta
+from dagster_paimon.format.schema import TableSchema
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.hashes import read_hashes
 from dagster_paimon.io.index import HASH_INDEX, bucket_indexes
 from dagster_paimon.io.kv import trimmed_primary_keys

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pypaimon.schema.table_schema import TableSchema
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.errors import InvalidOptionError, SchemaMismatchError
+from dagster_paimon.format.schema import TableSchema
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.formats import check_writable_format
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.lsm.write.bucket import is_dynamic, total_buckets

@@ -18,12 +18,11 @@ from itertools import pairwise
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.index.index_file_meta import IndexFileMeta
-from pypaimon.manifest.schema.data_file_meta import DataFileMeta
-from pypaimon.table.file_store_table import FileStoreTable
 
 from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
+from dagster_paimon.format.manifest import DataFileMeta, IndexFileMeta
+from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.hashes import read_hashes, write_hashes
 from dagster_paimon.io.index import delete_index_file
 from dagster_paimon.io.kv import (

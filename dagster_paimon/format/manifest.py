@@ -1,4 +1,6 @@
-"""Manifests written by Paimon's Java writers 0.8 to 1.0, read with pypaimon 2.1.
+"""Manifest lists, manifest entries, data files and index files as pypaimon encodes them.
+
+Manifests written by Paimon's Java writers 0.8 to 1.0 are read with pypaimon 2.1 here too:
 
 pypaimon 2.1's `ManifestFileManager.read` indexes a data file record's fields with `[...]`, and
 older writers leave some of them out: Java 0.9 and 1.0 write no `_VALUE_STATS_COLS`, 0.8 neither
@@ -13,7 +15,35 @@ from __future__ import annotations
 
 from typing import Any
 
+from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
+from pypaimon.index.index_file_meta import IndexFileMeta
+from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+from pypaimon.manifest.schema.manifest_entry import ManifestEntry
+from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
+from pypaimon.manifest.schema.simple_stats import SimpleStats
+from pypaimon.table.row.generic_row import GenericRow, GenericRowDeserializer
+
+__all__ = [
+    "DEFAULTS",
+    "DataFileMeta",
+    "DeletionVectorMeta",
+    "GenericRow",
+    "GenericRowDeserializer",
+    "IndexFileMeta",
+    "IndexManifestEntry",
+    "IndexManifestFile",
+    "ManifestEntry",
+    "ManifestFileManager",
+    "ManifestFileMeta",
+    "ManifestListManager",
+    "ManifestReader",
+    "SimpleStats",
+    "fill_defaults",
+]
 
 DEFAULTS: dict[str, Any] = {
     "_DELETE_ROW_COUNT": None,
