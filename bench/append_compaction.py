@@ -11,7 +11,7 @@ commit per 500,000 rows), then prints, each
 measured in a child process of its own (seconds inside it, wall with start, peak RSS):
   (a) the floor: pyarrow reading every input file and writing the same rows into parquet files
       of the table's target-file-size, with the table's writer settings (zstd level 1); no Paimon
-  (b) ours: `compact_table` (Paimon's pick unless --full) on a copy
+  (b) ours: `PaimonTable.compact` (Paimon's pick unless --full) on a copy
   (c) Paimon Java 0.9's dedicated append compaction (UnawareAppendTableCompactionCoordinator and
       its tasks, committed; tests/java/AppendTables.java) on another copy
 and the ratios the targets are stated in: (b)/(a) <= 1.2 and (c)/(b) >= 3, with each result's
@@ -150,10 +150,9 @@ OURS = (
     PEAK
     + """
 import json, sys, time
-from dagster_paimon import compact_table
-from dagster_paimon.table import TableRef
+from dagster_paimon import PaimonTable
 t0 = time.perf_counter()
-compact_table(TableRef.of(sys.argv[1], sys.argv[2]), full=sys.argv[3] == "full")
+PaimonTable.open(sys.argv[1], sys.argv[2]).compact(full=sys.argv[3] == "full")
 print(json.dumps({"seconds": time.perf_counter() - t0, "peakRssKb": peak_rss_kb()}))
 """
 )

@@ -32,20 +32,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.compaction import IDENT, MB, compact_in_child, floor, input_files, lineitem
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
+from dagster_paimon.table import TableSpec, create_table, open_table
 
 KEYS = ("l_orderkey", "l_linenumber")
 
 
 def build(warehouse: str, data: pa.Table, upserts: pa.Table, options: dict[str, str]) -> None:
     """The base compacted to the top level, then the upserts in level 0."""
-    from dagster_paimon.kinds import compact_table
+    from dagster_paimon.paimon_table import PaimonTable
 
     spec = TableSpec("bench", "lineitem", data.schema, KEYS, 1, (), options)
     create_table(warehouse, spec)
     t0 = time.perf_counter()
     ingest_arrow(open_table(warehouse, IDENT), data)
-    compact_table(TableRef(warehouse, IDENT), full=True)
+    PaimonTable.open(warehouse, IDENT).compact(full=True)
     third = upserts.num_rows // 3 + 1
     for start in range(0, upserts.num_rows, third):
         ingest_arrow(open_table(warehouse, IDENT), upserts.slice(start, third))

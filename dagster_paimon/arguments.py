@@ -70,3 +70,12 @@ def parse_duration(text: str) -> timedelta:
         return timedelta(microseconds=round(int(match.group(1)) * _MICROS[unit]))
     except OverflowError as e:
         raise InvalidArgumentError(f"duration {text!r} is too long") from e
+
+
+def duration_text(duration: timedelta) -> str:
+    """A duration in Paimon's largest whole unit (`1d`), as help texts show a default."""
+    micros = duration // timedelta(microseconds=1)
+    for unit, size in (("d", 86_400_000_000), ("h", 3_600_000_000), ("min", 60_000_000)):
+        if micros % size == 0:
+            return f"{micros // size}{unit}"
+    return f"{micros // 1000}ms"

@@ -66,6 +66,7 @@ from dagster_paimon.table import (
     open_catalog,
     parse_identifier,
 )
+from dagster_paimon.unsupported import option_findings
 
 IngestMode = Literal["append", "overwrite"]
 Executor = Literal["local"] | TaskExecutor
@@ -158,6 +159,12 @@ class PaimonTable:
     def options(self) -> dict[str, str]:
         """The table's options (bucket, merge-engine, snapshot.* ...) as stored in its schema."""
         return dict(self.paimon.table_schema.options)
+
+    def option_findings(self) -> dict[str, list[str]]:
+        """What the option census finds in the table's options: the modes we refuse
+        (`unsupported`, with the operations each refuses) and keys it does not know
+        (`unknown_options`)."""
+        return option_findings(self.paimon.table_schema)
 
     def ingest_arrow(self, data: pa.Table, *, mode: IngestMode = "append") -> IngestResult:
         """Write `data` as level-0 files in one APPEND (or OVERWRITE) snapshot, without Spark.
@@ -307,13 +314,13 @@ class PaimonTable:
     def expire_partitions(
         self,
         *,
-        expiration_time: timedelta | None = None,
+        older_than: timedelta | None = None,
         strategy: Strategy | None = None,
         max_num: int | None = None,
         dry_run: bool = False,
     ) -> PartitionExpiryResult:
-        """Drop partitions older than the expiration time in one OVERWRITE snapshot, as
-        Paimon's partition expiry does (their files go later, with snapshot expiry).
+        """Drop partitions older than `older_than` in one OVERWRITE snapshot, as Paimon's
+        partition expiry does (their files go later, with snapshot expiry).
 
         None keeps the table's own option: partition.expiration-time (required somewhere),
         partition.expiration-strategy (values-time or update-time),
@@ -325,7 +332,7 @@ class PaimonTable:
         """
         return expire_partitions(
             self.paimon,
-            expiration_time=expiration_time,
+            expiration_time=older_than,
             strategy=strategy,
             max_num=max_num,
             dry_run=dry_run,
@@ -397,16 +404,16 @@ class PaimonTable:
         MaintenanceStepError naming it; what earlier steps committed stays."""
         return maintain(self.paimon, options=options, dry_run=dry_run)
 
-    def doctor(self, *, repair: bool = False) -> DoctorResult:
-        """Check every snapshot and tag can be read; with repair, roll back an unreadable
-        newest run of snapshots (never deleting a manifest or data file).
+    def doctor(self, *, rollback_unreadable: bool = False) -> DoctorResult:
+        """Check every snapshot and tag can be read; with rollback_unreadable, roll back an
+        unreadable newest run of snapshots (never deleting a manifest or data file).
 
         An unhealthy table is reported (`healthy` is False), not raised. Raises
-        RepairRefusedError (repair asked for where a rollback cannot cure the table) and
+        RepairRefusedError (a rollback asked for where a rollback cannot cure the table) and
         StaleMaintenancePlanError (a commit landed between diagnosis and repair); nothing is
         changed then.
         """
-        return doctor(self.paimon, repair=repair)
+        return doctor(self.paimon, repair=rollback_unreadable)
 
     def consumers(self) -> ConsumerList:
         """The streaming consumers and the snapshot each reads next (snapshot expiry keeps it).
@@ -416,15 +423,15 @@ class PaimonTable:
         return list_consumers(self.paimon)
 
     def expire_consumers(
-        self, *, expiration_time: timedelta | None = None, dry_run: bool = False
+        self, *, older_than: timedelta | None = None, dry_run: bool = False
     ) -> ConsumerRemovalResult:
-        """Remove consumers not written for `expiration_time` (None: the table's
+        """Remove consumers not written for `older_than` (None: the table's
         consumer.expiration-time; unset, none expires), so they stop holding back expiry.
 
         Raises InvalidArgumentError (a negative duration), InvalidOptionError (a malformed
         consumer.expiration-time).
         """
-        return expire_consumers(self.paimon, expiration_time=expiration_time, dry_run=dry_run)
+        return expire_consumers(self.paimon, expiration_time=older_than, dry_run=dry_run)
 
     def clear_consumers(
         self, *, including: str = ".*", excluding: str | None = None, dry_run: bool = False

@@ -21,11 +21,11 @@ from dagster_paimon.errors import (
     TableNotFoundError,
 )
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.maintenance.expire import expire_snapshots
 from dagster_paimon.maintenance.orphans import remove_orphans
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
+from dagster_paimon.paimon_table import PaimonTable
+from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import ORDERS_SCHEMA
 
 CLASSES = [
@@ -112,10 +112,9 @@ def test_open_and_create_refuse_bad_names_and_specs(warehouse, orders_table):
 
 
 def test_compaction_and_health_refuse_a_partition_key_the_table_lacks(warehouse, orders_table):
-    ref = TableRef.of(warehouse, "db.orders")
     refuse(
         orders_table,
-        lambda: compact_table(ref, full=True, partition={"day": "x"}),
+        lambda: PaimonTable.open(warehouse, "db.orders").compact(full=True, partition={"day": "x"}),
         InvalidArgumentError,
         "not partition keys",
     )

@@ -41,8 +41,9 @@ from pypaimon_rust.datafusion import PaimonCatalog, SQLContext
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.kinds import compact_open_table, compact_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.maintenance.options import RetentionOverrides
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.results import Metrics
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table
 from tests.conftest import committed_files, data_files_on_disk, write_with_pypaimon
@@ -410,7 +411,7 @@ def test_full_compaction_drops_pypaimon_deletes_alone_in_a_bucket(
     spec = TableSpec("db", "t", schema, ("id",), 1, (), {"rowkind.field": "op", **options})
     rows = [{"id": 1, "v": "absent", "op": "-D"}, {"id": 2, "v": "kept", "op": "+I"}]
     write_with_pypaimon(create_table(warehouse, spec), pa.Table.from_pylist(rows, schema))
-    result = compact_table(TableRef(warehouse, IDENTIFIER), full=True)
+    result = PaimonTable.open(warehouse, IDENTIFIER).compact(full=True)
     assert result.snapshot_id is not None
     unit = result.to_dict()["units"][0]
     assert (unit["rewritten_files"], unit["upgraded_files"]) == (1, 0), "reports what ran"

@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "dagster_paimon"
 BASE = {
     "arguments",
+    "operations",
     "census",
     "errors",
     "options",

@@ -44,7 +44,6 @@ from dagster_paimon import (
     TableRef,
     TableSpec,
     WarehouseUnreachableError,
-    compact_table,
 )
 from dagster_paimon import errors as errors
 from dagster_paimon.kinds.append_health import (
@@ -298,13 +297,13 @@ def test_remove_orphans_deletes_old_strays_and_keeps_young_ones(warehouse):
 def test_doctor_finds_and_rolls_back_an_unreadable_newest_snapshot(warehouse):
     model = modelled(warehouse, 3)
     table = model.table
-    assert table.doctor().healthy and table.doctor(repair=True).rolled_back == ()
+    assert table.doctor().healthy and table.doctor(rollback_unreadable=True).rolled_back == ()
     newest = table.paimon.snapshot_manager().get_latest_snapshot()
     os.remove(os.path.join(table.paimon.table_path, "manifest", newest.delta_manifest_list))
 
     report = table.doctor()
     assert not report.healthy and report.to_dict()["unreadable_snapshots"][0]["snapshot_id"] == 3
-    repaired = table.doctor(repair=True)
+    repaired = table.doctor(rollback_unreadable=True)
 
     assert repaired.rolled_back == (3,) and snapshot_ids(table.paimon) == [1, 2]
     assert sorted_rows(read_rows(table.paimon), KEY) == model.at[2]
@@ -336,9 +335,9 @@ def test_a_long_lived_object_sees_other_writers(warehouse):
         lambda t: t.expire_snapshots(retain_min=3, retain_max=2),
         lambda t: t.expire_snapshots(max_deletes=0),
         lambda t: t.expire_partitions(),
-        lambda t: t.expire_partitions(expiration_time=timedelta(seconds=-1)),
-        lambda t: t.expire_partitions(expiration_time=timedelta(0), strategy="bogus"),
-        lambda t: t.expire_partitions(expiration_time=timedelta(0), max_num=0),
+        lambda t: t.expire_partitions(older_than=timedelta(seconds=-1)),
+        lambda t: t.expire_partitions(older_than=timedelta(0), strategy="bogus"),
+        lambda t: t.expire_partitions(older_than=timedelta(0), max_num=0),
         lambda t: t.remove_orphans(older_than=timedelta(0)),
         lambda t: t.remove_orphans(older_than=timedelta(days=-1)),
         lambda t: t.ingest_arrow(pa.table({"dt": ["x"]}), mode="upsert"),
@@ -346,7 +345,6 @@ def test_a_long_lived_object_sees_other_writers(warehouse):
         lambda t: t.compact(executor="spark"),
         lambda t: t.compact(partition={"id": "1"}),
         lambda t: t.health(partition={"nope": "1"}),
-        lambda t: compact_table(t.paimon),
     ],
 )
 def test_bad_arguments_raise_invalid_argument_and_change_nothing(warehouse, call):
@@ -365,8 +363,6 @@ def test_the_public_functions_take_no_test_hooks():
             assert not hooks & set(inspect.signature(value).parameters), name
     for name, method in inspect.getmembers(PaimonTable, inspect.isfunction):
         assert not hooks & set(inspect.signature(method).parameters), name
-    compact = inspect.signature(dagster_paimon.compact_table).parameters
-    assert next(iter(compact)) == "ref"
 
 
 def reported_classes() -> set[type[Reported]]:
@@ -447,12 +443,12 @@ def test_every_result_reports_its_field_map_as_json(warehouse):
         table.compact(full=True),
         table.expire_snapshots(older_than=timedelta(0), retain_min=2),
         table.expire_changelogs(older_than=timedelta(0), retain_min=1, dry_run=True),
-        table.expire_partitions(expiration_time=timedelta(0), dry_run=True),
+        table.expire_partitions(older_than=timedelta(0), dry_run=True),
         table.compact_manifests(full=True),
         table.remove_orphans(dry_run=True),
         table.doctor(),
         table.consumers(),
-        table.expire_consumers(expiration_time=timedelta(days=1), dry_run=True),
+        table.expire_consumers(older_than=timedelta(days=1), dry_run=True),
         table.clear_consumers(dry_run=True),
         table.rollback(snapshot_id=table.health().snapshot_id or 1, dry_run=True),
     ]

@@ -51,7 +51,7 @@ CHANGING = {
     "auto-tag": ["auto-tag"],
     "rollback": ["rollback", "--snapshot", "2"],
     "maintain": ["maintain"],
-    "expire-consumers": ["expire-consumers", "--expiration-time", "1s"],
+    "expire-consumers": ["expire-consumers", "--older-than", "1s"],
     "clear-consumers": ["clear-consumers"],
     "reset-consumer": ["reset-consumer", "--consumer", "c1", "--next-snapshot", "3"],
 }

@@ -15,7 +15,9 @@ from typing import Any
 import click
 
 from dagster_paimon.cli.output import JSON
+from dagster_paimon.cli.params import operation_options
 from dagster_paimon.cli.shared import NAMES, Invocation, merged, shared_options
+from dagster_paimon.operations import operation
 
 
 class _SharedFlags(click.Command):
@@ -76,7 +78,12 @@ class TableCommand(_SharedFlags):
 
 
 def command(
-    name: str, summary: str, example: str, *, needs_table: bool = True
+    name: str,
+    summary: str,
+    example: str,
+    *,
+    needs_table: bool = True,
+    params: list[click.Parameter] | None = None,
 ) -> Callable[[Callable[..., None]], TableCommand]:
     """A sub-command over a handler: its docstring as help, an example in --help, the shared
     flags merged and checked (a warehouse, a table) before the handler runs."""
@@ -89,9 +96,17 @@ def command(
             short_help=summary,
             epilog=f"\b\nExample:\n  {example}",
             needs_table=needs_table,
+            params=params,
         )(handler)
 
     return decorate
+
+
+def operation_command(name: str, example: str) -> Callable[[Callable[..., None]], TableCommand]:
+    """The sub-command of a declared table operation (operations.py): its summary and flags
+    from the declaration, so they are the door's keywords; the handler gets them by name."""
+    declared = operation(name)
+    return command(name, declared.summary, example, params=operation_options(declared))
 
 
 def _configure_logging(verbose: bool) -> None:

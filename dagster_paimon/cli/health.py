@@ -2,68 +2,39 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
-from dagster_paimon.cli.command import command
-from dagster_paimon.cli.params import PARTITION
+from dagster_paimon.cli.command import command, operation_command
 from dagster_paimon.cli.shared import Shared
 
-if TYPE_CHECKING:
-    from dagster_paimon.cli.output import Findings
-    from dagster_paimon.format.table import FileStoreTable
 
-
-@command(
+@operation_command(
     "health",
-    "sorted runs and size amplification (append tables: small files) per bucket",
     "dagster-paimon health --warehouse /data/wh --table db.orders --partition dt=2024-01-01",
 )
-@PARTITION
-def health(shared: Shared, partition: dict[str, str] | None) -> None:
+def health(shared: Shared, **given: Any) -> None:
     """Health of every bucket, optionally of one partition; reads only. A primary-key table
     ("kind": "primary-key") reports its LSM trees: files, level-0 files, sorted runs, size
     amplification. An append table ("kind": "append") reports files, small files (below
     target-file-size x compaction.small-file-ratio), bytes, rows and rows deletion vectors
     delete. Either kind names, under "conflicting_compactors" (null when none), other writers
     whose COMPACT snapshots are among the table's newest while it is not write-only."""
-    from dagster_paimon.kinds import table_health
-
-    table = shared.open_table()
-    report = table_health(table, partition)
-    shared.output.result(report, _findings(table))
+    table = shared.paimon_table()
+    shared.output.result(table.health(**given), table.option_findings())
 
 
-def _findings(table: FileStoreTable) -> Findings:
-    """What the option census finds in the table's options: the modes refused (JSON
-    `unsupported`) and the keys it does not know (`unknown_options`)."""
-    from dagster_paimon.unsupported import option_findings
-
-    return option_findings(table.table_schema)
-
-
-@command(
-    "doctor",
-    "find missing files; exit 1 if the table is unhealthy and not repaired",
-    "dagster-paimon doctor --table db.orders --rollback-unreadable",
-)
-@click.option(
-    "--rollback-unreadable",
-    is_flag=True,
-    help="delete the newest snapshots if they are unreadable and an older one is not; never "
-    "deletes manifests or data files",
-)
-def doctor(shared: Shared, rollback_unreadable: bool) -> None:
+@operation_command("doctor", "dagster-paimon doctor --table db.orders --rollback-unreadable")
+def doctor(shared: Shared, **given: Any) -> None:
     """Check that every snapshot and tag of the table can be read. Exit 0 when it is healthy
     or was repaired, 1 when it is unhealthy and not repaired (the report is still printed) or
     a rollback is refused."""
     from dagster_paimon.errors import TableUnhealthyError
-    from dagster_paimon.maintenance.doctor import doctor
 
-    table = shared.open_table()
-    result = doctor(table, repair=rollback_unreadable)
-    shared.output.result(result, _findings(table))
+    table = shared.paimon_table()
+    result = table.doctor(**given)
+    shared.output.result(result, table.option_findings())
     if not result.healthy:
         raise TableUnhealthyError("; ".join(filter(None, [result.verdict(), result.repair()])))
 

@@ -12,10 +12,8 @@ from click.core import ParameterSource
 
 if TYPE_CHECKING:
     from dagster_paimon.cli.shared import Shared
-    from dagster_paimon.format.table import FileStoreTable
-    from dagster_paimon.lsm.compaction import TaskExecutor
+    from dagster_paimon.paimon_table import Executor, PaimonTable
     from dagster_paimon.spark.session import PendingSession
-    from dagster_paimon.table import TableRef
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
@@ -53,25 +51,20 @@ def starting_session(
 
 def on_executor(
     shared: Shared,
-    executor: str,
-    dry_run: bool,
+    given: dict[str, Any],
     spark_master: str,
     spark_remote: str | None,
-    run: Callable[[FileStoreTable, TableRef, TaskExecutor | None], R],
+    run: Callable[[PaimonTable, Executor], R],
 ) -> R:
-    """Run a compaction-like operation on the local or the Spark executor: the Spark session's
-    JVM boots while the table opens (a dry run starts none)."""
+    """Run a rewriting operation on its declared executor: the Spark session's JVM boots while
+    the table opens (a dry run starts none)."""
     check_spark_where(spark_master, spark_remote)
-    from dagster_paimon.table import TableRef
-
-    options = shared.catalog_options()
-    spark = executor == "spark" and not dry_run
+    spark = given["executor"] == "spark" and not given["dry_run"]
     pending_session = starting_session(shared, spark_master, spark_remote) if spark else None
     with pending_session or nullcontext() as pending:
-        table = shared.open_table()
-        tasks = None
-        if pending is not None:
-            from dagster_paimon.spark.executor import SparkExecutor
+        table = shared.paimon_table()
+        if pending is None:
+            return run(table, "local")
+        from dagster_paimon.spark.executor import executor_named
 
-            tasks = SparkExecutor(pending.session())
-        return run(table, TableRef.of(shared.warehouse, shared.identifier, options), tasks)
+        return run(table, executor_named("spark", pending.session))

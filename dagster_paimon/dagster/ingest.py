@@ -14,8 +14,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from dagster_paimon.dagster.metadata import column_schema, health_metadata, metric_metadata
 from dagster_paimon.dagster.specs import PaimonTableSpec
-from dagster_paimon.kinds import health_of
-from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.spark.ingest import ingest_dataframe
 from dagster_paimon.spark.source import register
 
@@ -76,7 +74,7 @@ def build_ingest_asset(
     )
     def ingest(context: AssetExecutionContext) -> MaterializeResult:
         warehouse = spec.warehouse(context.resources)
-        table = warehouse.create_table(spec)
+        warehouse.create_table(spec)
         spark = getattr(context.resources, spec.spark_key).spark_session
         register(spark)
         report = ingest_dataframe(
@@ -92,7 +90,7 @@ def build_ingest_asset(
             if context.has_partition_key and not context.has_partition_key_range
             else None
         )
-        health = health_of(read_levels(table, partition=partition))
+        health = warehouse.table(spec.identifier).health(partition=partition)
         return MaterializeResult(
             metadata={
                 "dagster/row_count": report.rows,

@@ -3,8 +3,7 @@ pass, each on its schedule; rollback and rescale, which an operator launches."""
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from dagster import (
     Config,
@@ -16,110 +15,30 @@ from dagster import (
     job,
     op,
 )
-from pydantic import Field
 
+from dagster_paimon.dagster.config import arguments, config_class
 from dagster_paimon.dagster.metadata import result_metadata
 from dagster_paimon.dagster.retries import retried_when_transient
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.errors import InputError, InvalidArgumentError
-from dagster_paimon.kinds import compact_open_table
-from dagster_paimon.lsm.compaction import rescale_open_table
-from dagster_paimon.maintenance.expire import expire_changelogs, expire_snapshots
-from dagster_paimon.maintenance.maintain import maintain, pass_options
-from dagster_paimon.maintenance.manifests import compact_manifests
-from dagster_paimon.maintenance.orphans import remove_orphans
-from dagster_paimon.maintenance.rollback import rollback_to
-from dagster_paimon.options import duration_ms
+from dagster_paimon.maintenance.maintain import pass_options
+from dagster_paimon.operations import operation
+from dagster_paimon.paimon_table import PaimonTable
+
+FullCompactionConfig = config_class("compact", leave_out=("full", "executor"))
+ExpiryConfig = config_class("expire-snapshots")
+ManifestCompactionConfig = config_class("compact-manifests", defaults={"full": True})
+OrphanConfig = config_class("remove-orphans")
+MaintainConfig = config_class("maintain", leave_out=("options",))
+RollbackConfig = config_class("rollback")
+RescaleConfig = config_class("rescale")
+_OPERATIONS = {"full_compaction": "compact"}
+"""A job's operation where the job's name is not the operation's (snake case)."""
 
 
-def duration(text: str) -> timedelta:
-    """A Paimon duration ('1 h', '30min', '2d') from run config, as the library takes it."""
-    return timedelta(milliseconds=duration_ms(text))
-
-
-class FullCompactionConfig(Config):
-    """Optimization compaction: every bucket of the table into its highest level."""
-
-    partition: dict[str, str] | None = Field(
-        default=None, description="Only this Paimon partition (K: V); all when unset."
-    )
-
-
-class ExpiryConfig(Config):
-    """Overrides of the table's retention options for one run; unset keeps the table's value."""
-
-    retain_min: int | None = None
-    retain_max: int | None = None
-    older_than: str | None = Field(default=None, description="Keep snapshots newer than this.")
-    max_deletes: int | None = None
-    dry_run: bool = False
-
-    def arguments(self) -> dict[str, Any]:
-        """The keyword arguments of expire_snapshots and expire_changelogs."""
-        return {
-            "older_than": duration(self.older_than) if self.older_than else None,
-            "retain_min": self.retain_min,
-            "retain_max": self.retain_max,
-            "max_deletes": self.max_deletes,
-            "dry_run": self.dry_run,
-        }
-
-
-class ManifestCompactionConfig(Config):
-    """Full manifest compaction by default, as the schedule's purpose is to reset the list."""
-
-    full: bool = True
-    dry_run: bool = False
-
-
-class OrphanConfig(Config):
-    """Only files older than this are orphans; never anything a running writer may still use."""
-
-    older_than: str = "1 d"
-    dry_run: bool = False
-
-
-class MaintainConfig(Config):
-    """One maintenance pass as the table's options (and the definitions' overrides) ask."""
-
-    dry_run: bool = Field(default=False, description="Report each step, change nothing.")
-
-
-class RollbackConfig(Config):
-    """Roll back to exactly one target; newer snapshots, changelogs and tags are removed."""
-
-    snapshot_id: int | None = Field(default=None, description="Roll back to this snapshot.")
-    tag: str | None = Field(default=None, description="Roll back to the snapshot of this tag.")
-    timestamp: str | None = Field(
-        default=None,
-        description="Roll back to the newest snapshot committed at or before this ISO time "
-        "(without an offset: UTC), e.g. 2024-05-01T12:00:00.",
-    )
-    dry_run: bool = Field(default=False, description="Report what would go, change nothing.")
-
-    def at(self) -> datetime | None:
-        """The timestamp as the library takes it."""
-        if self.timestamp is None:
-            return None
-        try:
-            return datetime.fromisoformat(self.timestamp)
-        except ValueError as e:
-            raise InvalidArgumentError(f"timestamp {self.timestamp!r} is not an ISO time") from e
-
-
-class RescaleConfig(Config):
-    """Rewrite the table (or some partitions) into a new number of buckets, in one snapshot."""
-
-    bucket_num: int = Field(description="The new number of buckets (>= 1).")
-    partitions: list[dict[str, str]] | None = Field(
-        default=None,
-        description="Only the Paimon partitions matching any of these specs (K: V over some or "
-        "all partition keys); the whole table if unset.",
-    )
-    executor: Literal["local", "spark"] = Field(
-        default="local", description="Rewrite in this process or on the Spark resource."
-    )
-    dry_run: bool = Field(default=False, description="Report the plan, change nothing.")
+def door(method: str) -> Callable[[Any, PaimonTable, dict[str, Any]], Any]:
+    """A job's run: the door's method with the run config's keywords."""
+    return lambda _resources, table, given: getattr(table, method)(**given)
 
 
 @dataclass(frozen=True)
@@ -138,14 +57,15 @@ def _maintenance_job(
     spec: PaimonTableSpec,
     name: str,
     config_type: type[Config],
-    run: Callable[[Any, Any, Any], Any],
+    run: Callable[[Any, PaimonTable, dict[str, Any]], Any],
     description: str,
     pool: str | None = None,
     spark: bool = False,
 ) -> JobDefinition:
-    """One op wrapped in one job, recording the result on the op's output; `run`
-    takes the op's resources, the open table and the config; `spark`: it needs the Spark
-    resource too."""
+    """One op wrapped in one job, recording the result on the op's output; `run` takes the
+    op's resources, the table's front door and the door's keywords from the run config of
+    operation `name` (operations.py); `spark`: it needs the Spark resource too."""
+    declared = operation(_OPERATIONS.get(name, name.replace("_", "-")))
 
     @op(
         name=f"{spec.database}_{spec.name}_{name}_op",
@@ -157,9 +77,9 @@ def _maintenance_job(
     # static type
     def maintenance_op(context: OpExecutionContext, config: config_type) -> None:  # type: ignore[valid-type]
         warehouse = spec.warehouse(context.resources)
+        given = arguments(declared, config)
         with retried_when_transient(context):
-            table = warehouse.open_table(spec.identifier)
-            result = run(context.resources, table, config)
+            result = run(context.resources, warehouse.table(spec.identifier), given)
         context.log.info(result.summary())
         context.add_output_metadata(result_metadata(result))
 
@@ -205,48 +125,17 @@ def build_maintenance_definitions(
     else:
         statuses = dict.fromkeys(MaintenanceCrons.__dataclass_fields__, default_status)
 
-    def full_compaction(resources, table, config: FullCompactionConfig):
-        ref = spec.warehouse(resources).table_ref(spec.identifier)
-        return compact_open_table(table, ref, full=True, partition=config.partition)
+    def full_compaction(_resources, table: PaimonTable, given: dict[str, Any]):
+        return table.compact(full=True, **given)
 
-    def snapshots(_resources, table, config: ExpiryConfig):
-        return expire_snapshots(table, **config.arguments())
+    def maintenance_pass(_resources, table: PaimonTable, given: dict[str, Any]):
+        return table.maintain(options=overrides, **given)
 
-    def changelogs(_resources, table, config: ExpiryConfig):
-        return expire_changelogs(table, **config.arguments())
+    def rescale(resources, table: PaimonTable, given: dict[str, Any]):
+        from dagster_paimon.spark.executor import executor_named
 
-    def manifests(_resources, table, config: ManifestCompactionConfig):
-        return compact_manifests(table, full=config.full, dry_run=config.dry_run)
-
-    def orphans(_resources, table, config: OrphanConfig):
-        return remove_orphans(table, older_than=duration(config.older_than), dry_run=config.dry_run)
-
-    def maintenance_pass(_resources, table, config: MaintainConfig):
-        return maintain(table, options=overrides, dry_run=config.dry_run)
-
-    def rollback(_resources, table, config: RollbackConfig):
-        return rollback_to(
-            table,
-            snapshot_id=config.snapshot_id,
-            tag=config.tag,
-            timestamp=config.at(),
-            dry_run=config.dry_run,
-        )
-
-    def rescale(resources, table, config: RescaleConfig):
-        executor = None
-        if config.executor == "spark":
-            from dagster_paimon.spark.executor import SparkExecutor
-
-            executor = SparkExecutor(getattr(resources, spec.spark_key).spark_session)
-        return rescale_open_table(
-            table,
-            spec.warehouse(resources).table_ref(spec.identifier),
-            bucket_num=config.bucket_num,
-            partitions=config.partitions,
-            executor=executor,
-            dry_run=config.dry_run,
-        )
+        session = lambda: getattr(resources, spec.spark_key).spark_session  # noqa: E731
+        return table.rescale(**{**given, "executor": executor_named(given["executor"], session)})
 
     jobs = {
         "full_compaction": _maintenance_job(
@@ -261,21 +150,21 @@ def build_maintenance_definitions(
             spec,
             "expire_snapshots",
             ExpiryConfig,
-            snapshots,
+            door("expire_snapshots"),
             "Expire snapshots by snapshot.* retention; tags, consumers and branches keep theirs.",
         ),
         "expire_changelogs": _maintenance_job(
             spec,
             "expire_changelogs",
             ExpiryConfig,
-            changelogs,
+            door("expire_changelogs"),
             "Expire changelogs kept longer than snapshots (changelog.* retention).",
         ),
         "compact_manifests": _maintenance_job(
             spec,
             "compact_manifests",
             ManifestCompactionConfig,
-            manifests,
+            door("compact_manifests"),
             "Full manifest compaction: one small, DELETE-free base manifest list.",
             spec.pool,
         ),
@@ -283,7 +172,7 @@ def build_maintenance_definitions(
             spec,
             "remove_orphans",
             OrphanConfig,
-            orphans,
+            door("remove_orphans"),
             "Remove files no snapshot, tag, changelog or branch references (older than 1 day).",
         ),
         "maintain": _maintenance_job(
@@ -301,7 +190,7 @@ def build_maintenance_definitions(
             spec,
             "rollback",
             RollbackConfig,
-            rollback,
+            door("rollback"),
             "Roll back to exactly one of snapshot_id, tag or timestamp: newer snapshots, "
             "changelogs and tags go, with the files only they used.",
         ),

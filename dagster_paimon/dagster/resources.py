@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.format.catalog import Catalog
 from dagster_paimon.format.table import FileStoreTable
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.redaction import is_secret, masked, masked_options
 from dagster_paimon.storage.s3 import S3Settings
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table
@@ -95,6 +96,10 @@ class PaimonWarehouse(ConfigurableResource):
     def open_table(self, identifier: str) -> FileStoreTable:
         """An existing table, or a typed error naming what is missing."""
         return open_table(self.uri, identifier, self.paimon_options())
+
+    def table(self, identifier: str) -> PaimonTable:
+        """An existing table behind the library's front door, for the operations' ops."""
+        return PaimonTable.open(self.uri, identifier, self.paimon_options())
 
     def open_catalog(self) -> Catalog:
         """The warehouse's catalog, checked once: open many tables through it with get_table."""

@@ -5,7 +5,7 @@ What adapters (CLI, Dagster) and PaimonTable use is exported here.
 """
 
 from dagster_paimon.kinds.append import APPEND_KIND
-from dagster_paimon.kinds.compact import compact_open_table, compact_table, plan_compaction
+from dagster_paimon.kinds.compact import compact_open_table, plan_compaction
 from dagster_paimon.kinds.kind import Assessment, Health, PartitionKey, TableKind
 from dagster_paimon.kinds.primary_key import PRIMARY_KEY_KIND, assess_lsm_health
 from dagster_paimon.kinds.resolve import health_of, kind_for_keys, kind_of, table_health
@@ -19,7 +19,6 @@ __all__ = [
     "TableKind",
     "assess_lsm_health",
     "compact_open_table",
-    "compact_table",
     "health_of",
     "kind_for_keys",
     "kind_of",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.kinds.resolve import kind_of
 from dagster_paimon.lsm.compaction.compact import (
@@ -30,31 +29,6 @@ def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPla
     return kind_of(levels.schema).plan_compaction(levels, full=full)
 
 
-def compact_table(
-    ref: TableRef,
-    *,
-    full: bool = False,
-    partition: Mapping[str, str] | None = None,
-    executor: TaskExecutor | None = None,
-    dry_run: bool = False,
-) -> CompactionResult:
-    """Plan (Paimon's pick per bucket, or full) and, unless dry_run, run and commit it.
-
-    The table is opened through `ref`, which executors in other processes (Spark) reopen too.
-    Raises InvalidArgumentError (`ref` is not a TableRef, a partition key the table lacks),
-    TableNotFoundError and the other errors of opening a table, InvalidOptionError (malformed
-    or contradictory table options), UnsupportedLayoutError (a Paimon mode we do not compact);
-    not input: CommitConflictError, CorruptMetadataError, TransientStoreError.
-    """
-    if not isinstance(ref, TableRef):
-        raise InvalidArgumentError(
-            f"compact_table takes a TableRef (TableRef.of(warehouse, 'db.table')), got {ref!r}"
-        )
-    return compact_open_table(
-        ref.open(), ref, full=full, partition=partition, executor=executor, dry_run=dry_run
-    )
-
-
 def compact_open_table(
     table: FileStoreTable,
     ref: TableRef,
@@ -64,7 +38,14 @@ def compact_open_table(
     executor: TaskExecutor | None = None,
     dry_run: bool = False,
 ) -> CompactionResult:
-    """compact_table on a table the caller holds open (`ref` must reopen the same table)."""
+    """Plan (Paimon's pick per bucket, or full) and, unless dry_run, run and commit it; the
+    engine under `PaimonTable.compact`, `ref` reopening the same table in other processes
+    (Spark executors).
+
+    Raises InvalidOptionError (malformed or contradictory table options),
+    UnsupportedLayoutError (a Paimon mode we do not compact); not input: CommitConflictError,
+    CorruptMetadataError, TransientStoreError.
+    """
     check_supported_layout(table.table_schema, operation=COMPACTION)  # before reading levels
 
     def plan() -> CompactionPlan:

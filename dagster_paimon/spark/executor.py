@@ -9,14 +9,17 @@ from __future__ import annotations
 import logging
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
+from dagster_paimon.errors import InvalidArgumentError
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.lsm.compaction import COMPACTION, Work
 from dagster_paimon.table import TableRef
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession  # the adapter imports pyspark only to run on it
 
 log = logging.getLogger(__name__)
 
@@ -109,3 +112,16 @@ class SparkExecutor:
             raise failures[0]
         log.info("ran %d %s on Spark executors", len(results), work.noun)
         return results
+
+
+def executor_named(
+    name: str, session: Callable[[], SparkSession]
+) -> SparkExecutor | Literal["local"]:
+    """The door's `executor` for its declared value (operations.py): "local", or rewrite
+    tasks on the Spark session `session()` returns, started only then. The one place an
+    adapter turns `executor: spark` into Spark work."""
+    if name == "spark":
+        return SparkExecutor(session())
+    if name != "local":
+        raise InvalidArgumentError(f"executor must be 'local' or 'spark', got {name!r}")
+    return "local"

@@ -14,10 +14,10 @@ from pypaimon.schema.schema_change import SchemaChange
 
 from dagster_paimon.commit.carried import MAX_SEQUENCE_NUMBER
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.kinds import compact_table
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
-from dagster_paimon.table import TableRef, create_table, open_catalog, open_table
+from dagster_paimon.table import create_table, open_catalog, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
 
 
@@ -53,8 +53,7 @@ def analyze(table, schema_id: int, watermark: int | None = None) -> str:
 
 def compact_full(warehouse: str) -> None:
     """A full compaction of db.orders, as the CLI runs it."""
-    ref = TableRef.of(warehouse, "db.orders")
-    compact_table(ref, full=True)
+    PaimonTable.open(warehouse, "db.orders").compact(full=True)
 
 
 def latest(warehouse: str):

@@ -32,7 +32,7 @@ def test_every_operation_commits_under_its_own_prefixed_user(warehouse, orders_t
     table.compact(full=True)
     table.compact_manifests(full=True)
     table.rescale(bucket_num=3)
-    table.expire_partitions(expiration_time=timedelta(days=1))
+    table.expire_partitions(older_than=timedelta(days=1))
     manager = table.paimon.snapshot_manager()
     ours = [
         manager.get_snapshot_by_id(i)

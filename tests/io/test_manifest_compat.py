@@ -13,10 +13,10 @@ from pypaimon.common.json_util import JSON
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from dagster_paimon.format.manifest import ManifestReader
-from dagster_paimon.kinds import compact_table
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
-from dagster_paimon.table import TableRef, create_table, open_table
+from dagster_paimon.table import create_table, open_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
 from tests.hooks import compact_manifests
 from tests.lsm.kvmodel import read_rows, sorted_rows
@@ -114,7 +114,7 @@ def test_newer_fields_survive_manifest_compaction_and_upgrades(warehouse):
     assert {(r["_MIN_LEVEL"], r["_MAX_LEVEL"]) for r in merged} == {(0, 0)}
 
     # one level-0 file per bucket: a full compaction moves each up without rewriting it
-    compact_table(TableRef.of(warehouse, "db.orders"), full=True)
+    PaimonTable.open(warehouse, "db.orders").compact(full=True)
     upgraded = written_files(warehouse)
     assert {f["_LEVEL"] for f in upgraded.values()} == {5}
     assert newer(upgraded) == expected

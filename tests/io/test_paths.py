@@ -6,9 +6,9 @@ import pytest
 
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.paths import file_extension
-from dagster_paimon.kinds import compact_table
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
-from dagster_paimon.table import TableRef, create_table, open_table
+from dagster_paimon.table import create_table, open_table
 from tests.conftest import orders_batch, orders_spec
 from tests.lsm.kvmodel import read_rows, sorted_rows
 
@@ -42,7 +42,7 @@ def test_suffix_include_compression_names_what_we_write(warehouse):
     ingest_arrow(open_table(warehouse, "db.orders"), orders_batch(1))
     assert live_names(warehouse) and all(n.endswith(".zst.parquet") for n in live_names(warehouse))
     expected = sorted_rows(read_rows(open_table(warehouse, "db.orders")), ("dt", "id"))
-    compact_table(TableRef.of(warehouse, "db.orders"))
-    compact_table(TableRef.of(warehouse, "db.orders"), full=True)
+    PaimonTable.open(warehouse, "db.orders").compact()
+    PaimonTable.open(warehouse, "db.orders").compact(full=True)
     assert live_names(warehouse) and all(n.endswith(".gz.parquet") for n in live_names(warehouse))
     assert sorted_rows(read_rows(open_table(warehouse, "db.orders")), ("dt", "id")) == expected

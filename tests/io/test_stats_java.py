@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from dagster_paimon.kinds import compact_table
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.table import open_table
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +92,7 @@ def both(java, root: Path, file_format: str, options: dict) -> tuple[dict, dict]
         shutil.rmtree(warehouse, ignore_errors=True)
     java.write(theirs, "db", "t", [FIRST, SECOND, "compact"], spec=spec)
     java.write(ours, "db", "t", [FIRST, SECOND], spec=spec)
-    compact_table(TableRef.of(ours, "db.t"), full=True)
+    PaimonTable.open(ours, "db.t").compact(full=True)
     return output(theirs), output(ours)
 
 

@@ -13,9 +13,9 @@ from pypaimon import CatalogFactory
 from pypaimon.schema.schema_change import SchemaChange
 
 from dagster_paimon.kinds import compact_open_table
-from dagster_paimon.lsm.compaction import rescale_table
 from dagster_paimon.maintenance.rollback import rollback_to
 from dagster_paimon.maintenance.tags import create_tag, delete_tag
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.table import TableRef, open_table
 from tests.conftest import latest_id
 from tests.hooks import expire_partitions, expire_snapshots
@@ -48,7 +48,7 @@ def history(warehouse: str, **options: str) -> tuple[Model, dict[int, dict]]:
 def rescaled(warehouse: str) -> Model:
     """The whole table rescaled 2 -> 3, the option altered as Java's rescale flow asks."""
     model, _ = history(warehouse)
-    rescale_table(TableRef(warehouse, "db.t"), bucket_num=3)
+    PaimonTable.open(warehouse, "db.t").rescale(bucket_num=3)
     catalog = CatalogFactory.create({"warehouse": warehouse})
     catalog.alter_table("db.t", [SchemaChange.set_option("bucket", "3")], False)
     return model

@@ -3,10 +3,11 @@
 Each table is written (by pypaimon, or by Paimon's Java writer with write-only=true so Java does
 not compact as it writes), optionally given deletion vectors by Java's DELETE (Spark's path:
 AppendDeletionFileMaintainer; 0.9 and 1.0 write deletion vectors on append tables only that way),
-then copied: Java's dedicated compaction job compacts one copy (AppendTables.java), we compact
-the other through `compact_table`. Then Java, pypaimon and pypaimon-rust read exactly the rows of
-an independent model from ours; the files per (partition, bucket) are Java's; a bucketed table
-reads each bucket in the same order as Java's copy and as before compaction.
+then copied: Java's dedicated compaction job compacts one copy (AppendTables.java), we
+compact the other through `PaimonTable.compact`. Then Java, pypaimon and pypaimon-rust read
+exactly the rows of an independent model from ours; the files per (partition, bucket) are
+Java's; a bucketed table reads each bucket in the same order as Java's copy and as before
+compaction.
 
 The inputs are chosen where Java's planner is deterministic and its versions agree: an
 unaware-bucket partition of 50 small files is one coordinator task (0.9/1.0 bin at 50 files,
@@ -30,10 +31,9 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.io.index import VectorIndex, deleted_rows, deletion_indexes
-from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.paimon_table import PaimonTable
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.table import open_table
 from tests.conftest import write_with_pypaimon
 from tests.java.test_java_tables import pypaimon_reads_java_manifests
 
@@ -170,7 +170,7 @@ def test_unaware_bucket_compaction_drops_files_as_javas_coordinator(
 
     report = paimon_java.append_compact(str(theirs), "db", "t", full=False)
     assert report["tasks"], "Java's coordinator compacts this input"
-    compact_table(TableRef.of(str(ours), "db.t"))
+    PaimonTable.open(str(ours), "db.t").compact()
 
     our_layout = paimon_java.append_layout(str(ours), "db", "t")
     assert files(our_layout) == files(paimon_java.append_layout(str(theirs), "db", "t"))
@@ -191,7 +191,7 @@ def test_bucketed_full_compaction_matches_javas_files_and_order(
     ours, theirs = copies(tmp_path, base)
 
     java.append_compact(str(theirs), "db", "t", full=True)
-    compact_table(TableRef.of(str(ours), "db.t"), full=True)
+    PaimonTable.open(str(ours), "db.t").compact(full=True)
 
     java_layout = java.append_layout(str(theirs), "db", "t")
     our_layout = java.append_layout(str(ours), "db", "t")
@@ -211,7 +211,7 @@ def test_bucketed_pick_compacts_the_window_java_picks(paimon_java, tmp_path, par
     ours, theirs = copies(tmp_path, base)
 
     paimon_java.append_compact(str(theirs), "db", "t", full=False)
-    compact_table(TableRef.of(str(ours), "db.t"))
+    PaimonTable.open(str(ours), "db.t").compact()
 
     java_layout = paimon_java.append_layout(str(theirs), "db", "t")
     our_layout = paimon_java.append_layout(str(ours), "db", "t")
@@ -251,7 +251,7 @@ def test_pypaimon_written_buckets_compact_to_one_file_in_read_order(
     if not dv:
         assert paimon_java.append_compact(str(theirs), "db", "t", full=True)["tasks"] == []
 
-    compact_table(TableRef.of(str(ours), "db.t"), full=True)
+    PaimonTable.open(str(ours), "db.t").compact(full=True)
 
     our_layout = paimon_java.append_layout(str(ours), "db", "t")
     assert set(files(our_layout).values()) == {1}
@@ -293,7 +293,7 @@ def test_javas_several_index_files_per_partition_read_and_compact_exactly(
     ours, theirs = copies(tmp_path, base)
 
     java.append_compact(str(theirs), "db", "t", full=False)
-    result = compact_table(TableRef.of(str(ours), "db.t"))
+    result = PaimonTable.open(str(ours), "db.t").compact()
     assert any(t.dv_index is not None and len(t.dv_index.files) > 1 for t in result.tasks)
 
     assert vector_indexes(ours) == vector_indexes(theirs) == {}

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.kinds import compact_table
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.table import open_table
 from tests.java.test_java_tables import NAMES, Model, java_read, spec
 
 pytestmark = pytest.mark.slow
@@ -57,7 +57,7 @@ def test_levels_are_written_in_javas_format_and_compression(request, tmp_path, v
     shutil.copytree(base, theirs)
 
     java.write(str(theirs), "db", "t", ["compact"])
-    compact_table(TableRef.of(str(ours), "db.t"), full=True)
+    PaimonTable.open(str(ours), "db.t").compact(full=True)
     assert live_files(ours) == live_files(theirs) == {(5, "parquet/gzip")}
 
     row = ("2024-01-01", 99, "ours", 7, 0.5)

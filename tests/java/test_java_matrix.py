@@ -35,9 +35,9 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from dagster_paimon import cli
-from dagster_paimon.kinds import compact_table
 from dagster_paimon.maintenance.options import RetentionOverrides
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.paimon_table import PaimonTable
+from dagster_paimon.table import open_table
 from tests.hooks import compact_manifests, expire_changelogs, expire_snapshots, remove_orphans
 from tests.java.paimon_java import PAIMON_0_9, PAIMON_1_0, PaimonJava
 from tests.java.test_java_tables import pypaimon_reads_java_manifests
@@ -769,14 +769,14 @@ def health(run: TableRun) -> None:
 
 def minor(run: TableRun) -> None:
     """Paimon's pick per bucket; a table whose batch reads skip level 0 keeps none."""
-    compact_table(TableRef.of(run.warehouse, f"db.{run.name}"))
+    PaimonTable.open(run.warehouse, f"db.{run.name}").compact()
     if run.config.skip_level0:
         assert not level0(run), f"level-0 files left where reads skip them: {level0(run)}"
 
 
 def full(run: TableRun) -> None:
     """Every bucket one sorted run on one level above 0 (already so: nothing to commit)."""
-    compact_table(TableRef.of(run.warehouse, f"db.{run.name}"), full=True)
+    PaimonTable.open(run.warehouse, f"db.{run.name}").compact(full=True)
     levels = {k: {level for level, _ in files} for k, files in data_files(run).items()}
     assert all(len(s) == 1 and 0 not in s for s in levels.values()), f"levels after: {levels}"
 

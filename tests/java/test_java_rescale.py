@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from dagster_paimon.lsm.compaction import rescale_table
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.table import open_table
 from tests.java.test_java_tables import pypaimon_reads_java_manifests
 from tests.lsm.compaction.test_rescale import DAYS, THREE_DAYS, fill, fill_three_days, make
 from tests.lsm.kvmodel import read_rows
@@ -70,7 +70,7 @@ def test_rescale_matches_java(request, tmp_path, version, old, new, partitions):
     shutil.copytree(base, ours)
     shutil.copytree(base, theirs)
 
-    result = rescale_table(TableRef(ours, "db.t"), bucket_num=new, partitions=partitions)
+    result = PaimonTable.open(ours, "db.t").rescale(bucket_num=new, partitions=partitions)
     done = java.rescale(theirs, "db", "t", new, partitions)
 
     assert result.snapshot_id == done["snapshot"] == before + 1
@@ -108,7 +108,7 @@ def test_java_writer_refuses_the_old_count_alike(request, tmp_path, version):
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     shutil.copytree(base, ours)
     shutil.copytree(base, theirs)
-    rescale_table(TableRef(ours, "db.t"), bucket_num=4, partitions=[{"dt": DAYS[0]}])
+    PaimonTable.open(ours, "db.t").rescale(bucket_num=4, partitions=[{"dt": DAYS[0]}])
     java.rescale(theirs, "db", "t", 4, [{"dt": DAYS[0]}])
 
     def job(warehouse: str, day: str) -> dict:
@@ -145,7 +145,7 @@ def test_java_refuses_then_writes_after_the_option_is_altered(paimon_java_1_0, w
 
     make(warehouse, bucket=2, partitioned=False)
     model = fill(warehouse)
-    rescale_table(TableRef(warehouse, "db.t"), bucket_num=4)
+    PaimonTable.open(warehouse, "db.t").rescale(bucket_num=4)
     step = [["+I", DAYS[0], i, f"j{i}"] for i in range(0, 100, 2)]
     with pytest.raises(AssertionError, match="new bucket num 2"):
         paimon_java_1_0.write(warehouse, "db", "t", [step])

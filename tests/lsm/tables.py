@@ -6,8 +6,9 @@ import random
 
 import pyarrow as pa
 
-from dagster_paimon.kinds import compact_open_table, compact_table
+from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import apply_dedup
@@ -68,7 +69,7 @@ def compact(table, warehouse: str, catalog_options: dict[str, str] | None = None
 
 def compact_db_t(warehouse: str, **kwargs):
     """Our compaction of db.t, as the CLI runs it."""
-    return compact_table(TableRef(warehouse, "db.t"), **kwargs)
+    return PaimonTable.open(warehouse, "db.t").compact(**kwargs)
 
 
 def live_extensions(warehouse: str) -> set[str]:

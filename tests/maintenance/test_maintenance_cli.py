@@ -183,7 +183,7 @@ def test_consumer_commands(capsys, warehouse):
     assert code == 0 and "now reads snapshot 4" in out, err
     code, _, err = run(capsys, "reset-consumer", *args, "--consumer", "x", "--next-snapshot", "4")
     assert code == 2 and "does not exist" in err
-    code, out, err = run(capsys, "expire-consumers", *args, "--expiration-time", "1d", "--json")
+    code, out, err = run(capsys, "expire-consumers", *args, "--older-than", "1d", "--json")
     assert code == 0 and json.loads(out)["removed"] == [], err
     code, out, err = run(capsys, "clear-consumers", *args, "--including", "flink-.*", "--json")
     assert code == 0 and json.loads(out)["removed"] == ["flink-a"], err

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from dagster_paimon.kinds import compact_table
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.spark.executor import SparkExecutor
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.table import open_table
 from tests.lsm.compaction.test_append import (
     REF,
     bucket_order,
@@ -37,7 +37,7 @@ def test_append_tasks_run_on_spark_executors(spark, warehouse, bucket):
     make_append_table(warehouse, bucket=bucket, partitioned=True)
     rows = write_commits(warehouse, 5)
     before = bucket_order(warehouse)
-    result = compact_table(TableRef(warehouse, REF), full=True, executor=SparkExecutor(spark))
+    result = PaimonTable.open(warehouse, REF).compact(full=True, executor=SparkExecutor(spark))
     assert result.snapshot_id is not None
     assert set(file_counts(warehouse).values()) == {1}
     if bucket > 0:
@@ -50,7 +50,7 @@ def test_vectors_apply_on_spark_executors(spark, warehouse):
     everything = write(table, 3)
     deletions = {files[0].file_name: [0, 2] for files in bucket_files(table).values()}
     expected = delete_and_model(table, deletions, everything)
-    result = compact_table(TableRef(warehouse, DV_REF), executor=SparkExecutor(spark))
+    result = PaimonTable.open(warehouse, DV_REF).compact(executor=SparkExecutor(spark))
     assert {f.file_name for t in result.tasks for f in t.files} == set(deletions)
     table = open_table(warehouse, DV_REF)
     assert vectors(table) == {} and Counter(table_rows(table)) == expected

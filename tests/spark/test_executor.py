@@ -10,9 +10,10 @@ import time
 import pytest
 
 from dagster_paimon.commit.producers import CompactProducer
-from dagster_paimon.kinds import compact_open_table, compact_table, plan_compaction
+from dagster_paimon.kinds import compact_open_table, plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.spark.executor import SparkExecutor
 from dagster_paimon.spark.ingest import ingest_dataframe
 from dagster_paimon.spark.session import activate
@@ -213,7 +214,7 @@ def test_postpone_moves_run_on_spark_executors(spark, warehouse):
     model = Model()
     for commit in range(3):
         model.write(warehouse, batch(range(commit * 6, commit * 6 + 14), f"c{commit}"))
-    result = compact_table(TableRef(warehouse, "db.t"), executor=SparkExecutor(spark))
+    result = PaimonTable.open(warehouse, "db.t").compact(executor=SparkExecutor(spark))
     assert result.metrics()["postponed_files_moved"] == 6
     assert pypaimon_rows(warehouse) == model.rows
     levels = read_levels(open_table(warehouse, "db.t"))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from dagster_paimon.lsm.compaction import rescale_table
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.spark.executor import SparkExecutor
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.table import open_table
 from tests.lsm.kvmodel import read_rows
 from tests.lsm.tables import cdc_table, write_history
 
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.spark
 def test_spark_rescale_matches_the_model(spark, tmp_path):
     warehouse = str(tmp_path / "wh")
     model = write_history(cdc_table(warehouse, bucket=2), commits=5)
-    result = rescale_table(
-        TableRef(warehouse, "db.cdc"), bucket_num=3, executor=SparkExecutor(spark)
+    result = PaimonTable.open(warehouse, "db.cdc").rescale(
+        bucket_num=3, executor=SparkExecutor(spark)
     )
     table = open_table(warehouse, "db.cdc")
     assert result.snapshot_id == table.snapshot_manager().get_latest_snapshot().id

@@ -23,7 +23,6 @@ from dagster_paimon.lsm.compaction.rescale import (
     execute_rescale,
     plan_rescale,
     rescale_open_table,
-    rescale_table,
 )
 from dagster_paimon.lsm.compaction.task import CompactResult
 
@@ -44,5 +43,4 @@ __all__ = [
     "plan_append_tasks",
     "plan_rescale",
     "rescale_open_table",
-    "rescale_table",
 ]

@@ -463,7 +463,16 @@ def rescale_open_table(
     executor: TaskExecutor | None = None,
     dry_run: bool = False,
 ) -> RescaleResult:
-    """rescale_table on a table the caller holds open (`ref` must reopen the same table)."""
+    """Rescale the table (or the partitions matching any of `partitions`) to `bucket_num`
+    buckets, all in one OVERWRITE snapshot; the engine under `PaimonTable.rescale`, `ref`
+    reopening the same table in other processes (Spark executors).
+
+    Raises InvalidArgumentError (bucket_num < 1, malformed specs, a partition key the table
+    lacks), PartitionNotFoundError (a spec matching no partition holding data),
+    UnsupportedLayoutError (append, dynamic- or postpone-bucket tables, layouts we do not
+    compact), InvalidOptionError; not input: CommitConflictError, CorruptMetadataError,
+    TransientStoreError. The table is unchanged on any error.
+    """
     check_rescalable(table, bucket_num)
     specs = partition_specs(table, partitions)
     return run_planned(
@@ -471,38 +480,5 @@ def rescale_open_table(
             select_partitions(read_levels(table, with_stats=not dry_run), specs), bucket_num
         ),
         lambda plan: execute_rescale(table, ref, plan, executor),
-        dry_run=dry_run,
-    )
-
-
-def rescale_table(
-    ref: TableRef,
-    *,
-    bucket_num: int,
-    partitions: Sequence[Mapping[str, str]] | None = None,
-    executor: TaskExecutor | None = None,
-    dry_run: bool = False,
-) -> RescaleResult:
-    """Rescale the table (or the partitions matching any of `partitions`) to `bucket_num`
-    buckets, all in one OVERWRITE snapshot.
-
-    Each spec is {column: value} over some or all partition keys, selecting every partition
-    with those values (`[{"dt": "2024-01-01"}]` rescales one day). Raises InvalidArgumentError
-    (`ref` is not a TableRef, bucket_num < 1, malformed specs, a partition key the table
-    lacks), PartitionNotFoundError (a spec matching no partition holding data),
-    UnsupportedLayoutError (append, dynamic- or postpone-bucket tables, layouts we do not
-    compact), InvalidOptionError; not input: CommitConflictError, CorruptMetadataError,
-    TransientStoreError. The table is unchanged on any error.
-    """
-    if not isinstance(ref, TableRef):
-        raise InvalidArgumentError(
-            f"rescale_table takes a TableRef (TableRef.of(warehouse, 'db.table')), got {ref!r}"
-        )
-    return rescale_open_table(
-        ref.open(),
-        ref,
-        bucket_num=bucket_num,
-        partitions=partitions,
-        executor=executor,
         dry_run=dry_run,
     )

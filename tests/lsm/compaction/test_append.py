@@ -19,7 +19,6 @@ from pypaimon_rust.datafusion import SQLContext
 from dagster_paimon.cli import main
 from dagster_paimon.errors import InvalidArgumentError, UnsupportedLayoutError
 from dagster_paimon.io.read import read_file
-from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.compaction.append_plan import (
     pack_unaware,
     pick_bucketed,
@@ -29,7 +28,7 @@ from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.paimon_table import PaimonTable
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.table import open_table
 from tests.conftest import committed_files, data_files_on_disk, latest_id, write_with_pypaimon
 
 SCHEMA = pa.schema(
@@ -158,7 +157,7 @@ def test_compaction_keeps_every_row_and_each_buckets_order(
     picked = {k: (5 if bucket > 0 else n) if n >= 5 else 0 for k, n in before.items()}
     assert sum(picked.values()) > 0
 
-    result = compact_table(TableRef(warehouse, REF))
+    result = PaimonTable.open(warehouse, REF).compact()
 
     assert result.snapshot_id == latest_id(open_table(warehouse, REF))
     assert file_counts(warehouse) == {k: n - picked[k] + (picked[k] > 0) for k, n in before.items()}
@@ -171,7 +170,7 @@ def test_compaction_keeps_every_row_and_each_buckets_order(
     assert data_files_on_disk(table) == committed_files(table) | replaced  # nothing stray
     assert_every_reader_reads(warehouse, multiset(rows), paimon_java)
 
-    again = compact_table(TableRef(warehouse, REF))
+    again = PaimonTable.open(warehouse, REF).compact()
     assert again.snapshot_id is None and not again.tasks
 
 
@@ -181,7 +180,7 @@ def test_new_files_are_compact_files_numbered_from_the_first(warehouse):
     files = read_levels(open_table(warehouse, REF)).buckets[0].levels.all_files()
     first = min(f.min_sequence_number for f in files)
     rows = sum(f.row_count for f in files)
-    compact_table(TableRef(warehouse, REF))
+    PaimonTable.open(warehouse, REF).compact()
     (new,) = read_levels(open_table(warehouse, REF), with_stats=True).buckets[0].levels.all_files()
     assert (new.level, new.file_source, new.row_count) == (0, 1, rows)
     assert (new.min_sequence_number, new.max_sequence_number) == (first, first + rows - 1)
@@ -194,8 +193,8 @@ def test_full_compaction_of_a_bucket_rewrites_every_small_file(
     make_append_table(warehouse, bucket=2, partitioned=True)
     rows = write_commits(warehouse, 4)
     before = bucket_order(warehouse)
-    assert compact_table(TableRef(warehouse, REF)).snapshot_id is None  # 4 < min.file-num
-    result = compact_table(TableRef(warehouse, REF), full=True)
+    assert PaimonTable.open(warehouse, REF).compact().snapshot_id is None  # 4 < min.file-num
+    result = PaimonTable.open(warehouse, REF).compact(full=True)
     assert result.snapshot_id is not None
     assert set(file_counts(warehouse).values()) == {1}  # every bucket had 3 files or more
     assert bucket_order(warehouse) == before  # one file per bucket now
@@ -206,7 +205,7 @@ def test_below_min_file_num_nothing_is_done(warehouse):
     make_append_table(warehouse, bucket=-1, partitioned=True, **{"compaction.min.file-num": "10"})
     write_commits(warehouse, 6)
     snapshot = latest_id(open_table(warehouse, REF))
-    result = compact_table(TableRef(warehouse, REF))
+    result = PaimonTable.open(warehouse, REF).compact()
     assert result.snapshot_id is None and not result.tasks
     assert latest_id(open_table(warehouse, REF)) == snapshot
 
@@ -216,7 +215,7 @@ def test_dry_run_plans_without_writing(warehouse):
     write_commits(warehouse, 5)
     table = open_table(warehouse, REF)
     snapshot, files = latest_id(table), committed_files(table)
-    result = compact_table(TableRef(warehouse, REF), dry_run=True, executor=LocalExecutor())
+    result = PaimonTable.open(warehouse, REF).compact(dry_run=True, executor=LocalExecutor())
     assert result.dry_run and len(result.tasks) == 2
     assert [u["input_files"] for u in result.units] == [5, 5]
     assert latest_id(open_table(warehouse, REF)) == snapshot
@@ -226,7 +225,7 @@ def test_dry_run_plans_without_writing(warehouse):
 def test_one_partition_only(warehouse):
     make_append_table(warehouse, bucket=-1, partitioned=True)
     rows = write_commits(warehouse, 5)
-    compact_table(TableRef(warehouse, REF), partition={"dt": "d1"})
+    PaimonTable.open(warehouse, REF).compact(partition={"dt": "d1"})
     assert file_counts(warehouse) == {((("dt", "d1"),), 0): 1, ((("dt", "d2"),), 0): 5}
     assert multiset(pypaimon_rows(warehouse)) == multiset(rows)
 
@@ -236,7 +235,7 @@ def test_unknown_partition_key_is_refused_and_nothing_changes(warehouse):
     write_commits(warehouse, 5)
     snapshot = latest_id(open_table(warehouse, REF))
     with pytest.raises(InvalidArgumentError, match="not partition keys"):
-        compact_table(TableRef(warehouse, REF), partition={"day": "d1"})
+        PaimonTable.open(warehouse, REF).compact(partition={"day": "d1"})
     assert latest_id(open_table(warehouse, REF)) == snapshot
 
 
@@ -247,7 +246,7 @@ def test_modes_we_do_not_compact_are_refused(warehouse, option):
         options["row-tracking.enabled"] = "true"
     make_append_table(warehouse, bucket=-1, partitioned=False, **options)
     with pytest.raises(UnsupportedLayoutError, match=option):
-        compact_table(TableRef(warehouse, REF))
+        PaimonTable.open(warehouse, REF).compact()
 
 
 class _File:

@@ -32,7 +32,6 @@ from dagster_paimon.io.index import (
     index_entries,
     index_path,
 )
-from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.compaction.append_plan import (
     pack_unaware_vectors,
     pick_bucketed_full,
@@ -44,7 +43,7 @@ from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import live_entries
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.table import open_table
 from tests.conftest import DV, committed_files, data_files_on_disk, write_with_pypaimon
 from tests.hooks import expire_snapshots
 from tests.maintenance.appends import (
@@ -138,7 +137,7 @@ def test_compaction_drops_deleted_rows_and_their_vectors(
     assert Counter(rows(table)) == expected
     before = vectors(table)
 
-    result = compact_table(TableRef(warehouse, REF))
+    result = PaimonTable.open(warehouse, REF).compact()
 
     table = open_table(warehouse, REF)
     rewritten = {f.file_name for t in result.tasks for f in t.files}
@@ -174,7 +173,7 @@ def test_bucketed_full_compaction_rewrites_files_with_vectors_even_when_big(
     third = buckets[with_dv][2].file_name
     expected = delete_and_model(table, {third: [0, 3]}, everything)
 
-    result = compact_table(TableRef(warehouse, REF), full=True)
+    result = PaimonTable.open(warehouse, REF).compact(full=True)
 
     # big files before the first one with a vector stay; from it on every file is rewritten
     ((task),) = result.tasks
@@ -188,7 +187,7 @@ def test_bucketed_full_compaction_rewrites_files_with_vectors_even_when_big(
 def test_bucketed_full_compaction_with_vectors_rewrites_even_one_small_file(warehouse):
     table = append_table(warehouse, "bucketed", partitioned=False, **DV)
     append_commits(table, 1)  # one file per bucket: below the 3 full compaction needs
-    result = compact_table(TableRef(warehouse, REF), full=True)
+    result = PaimonTable.open(warehouse, REF).compact(full=True)
     assert len(result.tasks) == 2 and all(len(t.files) == 1 for t in result.tasks)
     assert result.metrics()["deletion_vector_indexes_written"] == 0  # no vector to drop
     assert rows(open_table(warehouse, REF)) == model(events(0))
@@ -209,7 +208,7 @@ def test_unaware_compacts_big_files_with_too_many_deleted_rows(
     expected = delete_and_model(table, {many: list(range(12)), few: [5]}, everything)
     snapshot = latest(table).id
 
-    result = compact_table(TableRef(warehouse, REF))
+    result = PaimonTable.open(warehouse, REF).compact()
 
     table = open_table(warehouse, REF)
     if compacted:
@@ -229,7 +228,7 @@ def test_the_replaced_index_file_goes_once_no_snapshot_uses_it(warehouse, layout
     files = min(bucket_files(table).items())[1]
     expected = delete_and_model(table, {files[0].file_name: [0]}, everything)
     old = _index_paths(table)
-    result = compact_table(TableRef(warehouse, REF), full=True)
+    result = PaimonTable.open(warehouse, REF).compact(full=True)
     assert result.snapshot_id is not None
     table = open_table(warehouse, REF)
     new = _index_paths(table)
@@ -299,7 +298,7 @@ def test_unaware_compaction_rewrites_only_the_index_files_it_touches(
     assert len(set(holders.values())) == 3
     assert vectors(table) == {f0: 20, f1: 1, f2: 20, f3: 1}
 
-    result = compact_table(TableRef(warehouse, REF))
+    result = PaimonTable.open(warehouse, REF).compact()
 
     ((task,),) = [result.tasks]
     assert {f.file_name for f in task.files} == {f0, f2}  # too many deleted rows: candidates
@@ -320,13 +319,13 @@ def test_a_delete_beside_the_touched_index_files_meanwhile_fails_the_compaction(
     everything = write(table, 3)
     f0, f1, f2 = (f.file_name for f in min(bucket_files(table).items())[1])
     delete_and_model(table, {f0: [0]}, everything)
-    tasks = compact_table(TableRef(warehouse, REF), dry_run=True).tasks
+    tasks = PaimonTable.open(warehouse, REF).compact(dry_run=True).tasks
     assert [{f.file_name for f in t.files} for t in tasks] == [{f0}, {f1, f2}]
     assert tasks[1].dv_index is None  # f1 has no vector yet: the task touches no index
     snapshot = latest(table)
     meanwhile = DeleteMeanwhile({f1: [0]}, delete_beside)
     with pytest.raises(CommitConflictError, match="DELETION_VECTORS index of bucket 0"):
-        compact_table(TableRef(warehouse, REF), executor=meanwhile)
+        PaimonTable.open(warehouse, REF).compact(executor=meanwhile)
     table = open_table(warehouse, REF)
     assert latest(table).id == snapshot.id
     assert vectors(table) == {f0: 1, f1: 1}
@@ -348,7 +347,7 @@ def test_two_tasks_of_one_partition_rewrite_disjoint_index_files(warehouse, paim
     before = index_names(table)
     assert len(before) == 3
 
-    result = compact_table(TableRef(warehouse, REF))
+    result = PaimonTable.open(warehouse, REF).compact()
 
     assert len(result.tasks) == 2
     touched = [set(t.dv_index.names) for t in result.tasks]
@@ -366,7 +365,7 @@ def test_bucketed_compaction_merges_several_index_files_into_one(
     table = open_table(warehouse, REF)
     files = min(bucket_files(table).items())[1]
     key = min(bucket_files(table))
-    result = compact_table(TableRef(warehouse, REF), full=True)
+    result = PaimonTable.open(warehouse, REF).compact(full=True)
     table = open_table(warehouse, REF)
     assert {t.bucket for t in result.tasks} >= {key[1]}
     assert not set(vectors(table)) & {f.file_name for f in files}
@@ -380,7 +379,7 @@ def test_a_task_with_vectors_travels_to_executors_whole(warehouse):
     write(table, 1)
     files = min(bucket_files(table).items())[1]
     delete_positions(table, {files[0].file_name: [0]})
-    tasks = compact_table(TableRef(warehouse, REF), full=True, dry_run=True).tasks
+    tasks = PaimonTable.open(warehouse, REF).compact(full=True, dry_run=True).tasks
     assert [t.dv_index is not None for t in tasks] == [True, False]  # only where a vector is
     shipped = pickle.loads(pickle.dumps(tasks))  # as the Spark executor ships them
     assert [t.dv_index for t in shipped] == [t.dv_index for t in tasks]
@@ -393,7 +392,7 @@ def test_a_file_whose_rows_are_all_deleted_leaves_no_file(warehouse, paimon_java
     files = min(bucket_files(table).items())[1]
     gone = files[0]
     expected = delete_and_model(table, {gone.file_name: list(range(gone.row_count))}, everything)
-    result = compact_table(TableRef(warehouse, REF))
+    result = PaimonTable.open(warehouse, REF).compact()
     ((task),) = result.tasks
     assert [f.file_name for f in task.files] == [gone.file_name]
     assert result.metrics()["files_written"] == 0
@@ -482,7 +481,7 @@ def test_a_delete_committed_meanwhile_fails_the_compaction(warehouse, layout):
     meanwhile = {files[1].file_name: [1]}
     expected[file_rows(table, files[1].file_name)[1]] -= 1
     with pytest.raises(CommitConflictError, match="index"):
-        compact_table(TableRef(warehouse, REF), full=True, executor=DeleteMeanwhile(meanwhile))
+        PaimonTable.open(warehouse, REF).compact(full=True, executor=DeleteMeanwhile(meanwhile))
     table = open_table(warehouse, REF)
     assert Counter(rows(table)) == expected  # the delete stands, nothing compacted
     assert vectors(table) == {files[0].file_name: 1, files[1].file_name: 1}
@@ -498,7 +497,7 @@ def test_a_malformed_delete_ratio_threshold_is_an_option_error(warehouse):
     write(table, 1)
     snapshot = latest(table).id
     with pytest.raises(InvalidOptionError, match="delete-ratio-threshold"):
-        compact_table(TableRef(warehouse, REF))
+        PaimonTable.open(warehouse, REF).compact()
     assert latest(open_table(warehouse, REF)).id == snapshot
 
 

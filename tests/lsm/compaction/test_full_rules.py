@@ -10,9 +10,9 @@ from pypaimon.schema.schema_change import SchemaChange
 
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.index import deleted_rows, deletion_indexes
-from dagster_paimon.kinds import compact_table
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
-from dagster_paimon.table import TableRef, create_table, open_catalog, open_table
+from dagster_paimon.table import create_table, open_catalog, open_table
 from tests.conftest import ORDERS_SCHEMA, orders_batch, orders_spec
 from tests.lsm.kvmodel import read_rows, sorted_rows
 
@@ -21,8 +21,7 @@ KEY = ("dt", "id")
 
 def compact(warehouse: str, *, full: bool):
     """One compaction of db.orders, as the CLI runs it."""
-    ref = TableRef.of(warehouse, "db.orders")
-    return compact_table(ref, full=full)
+    return PaimonTable.open(warehouse, "db.orders").compact(full=full)
 
 
 def live(warehouse: str) -> dict[str, int]:

@@ -19,10 +19,10 @@ from dagster_paimon.errors import (
     UnsupportedLayoutError,
 )
 from dagster_paimon.lsm.compaction import LocalExecutor
-from dagster_paimon.lsm.compaction.rescale import rescale_table
 from dagster_paimon.options import DYNAMIC_BUCKET, POSTPONE_BUCKET
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.snapshot.entries import live_entries
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table
+from dagster_paimon.table import TableSpec, create_table, open_catalog, open_table
 from tests.conftest import ORDERS_SCHEMA, committed_files, data_files_on_disk, latest_id
 from tests.conftest import write_with_pypaimon as pypaimon_write
 from tests.lsm.kvmodel import read_rows
@@ -92,7 +92,7 @@ def test_unpartitioned(warehouse, old, new):
     make(warehouse, bucket=old, partitioned=False)
     model = fill(warehouse)
     before = latest_id(open_table(warehouse, "db.t"))
-    result = rescale_table(TableRef(warehouse, "db.t"), bucket_num=new)
+    result = PaimonTable.open(warehouse, "db.t").rescale(bucket_num=new)
     table = open_table(warehouse, "db.t")
     assert result.snapshot_id == before + 1 == latest_id(table)
     assert table.snapshot_manager().get_latest_snapshot().commit_kind == "OVERWRITE"
@@ -112,8 +112,8 @@ def test_one_partition(warehouse, old, new):
     other = {
         e.file.file_name for e in entries(warehouse) if tuple(e.partition.values) != (DAYS[0],)
     }
-    result = rescale_table(
-        TableRef(warehouse, "db.t"), bucket_num=new, partitions=[{"dt": DAYS[0]}]
+    result = PaimonTable.open(warehouse, "db.t").rescale(
+        bucket_num=new, partitions=[{"dt": DAYS[0]}]
     )
     assert result.partitions == ({"dt": DAYS[0]},)
     model.check()
@@ -152,7 +152,7 @@ def test_several_partitions_in_one_overwrite(warehouse):
     before = latest_id(open_table(warehouse, "db.t"))
     kept = {e.file.file_name for e in entries(warehouse) if e.partition.values[0] == DAYS[1]}
     specs = [{"dt": THREE_DAYS[2]}, {"dt": THREE_DAYS[0]}, {"dt": THREE_DAYS[0]}]
-    result = rescale_table(TableRef(warehouse, "db.t"), bucket_num=3, partitions=specs)
+    result = PaimonTable.open(warehouse, "db.t").rescale(bucket_num=3, partitions=specs)
     table = open_table(warehouse, "db.t")
     assert result.snapshot_id == before + 1 == latest_id(table)
     assert table.snapshot_manager().get_latest_snapshot().commit_kind == "OVERWRITE"
@@ -183,8 +183,8 @@ def test_bad_partition_specs_change_nothing(warehouse, partitions, error, match,
     table = open_table(warehouse, "db.t")
     before, files = latest_id(table), data_files_on_disk(table)
     with pytest.raises(error, match=match):
-        rescale_table(
-            TableRef(warehouse, "db.t"), bucket_num=4, partitions=partitions, dry_run=dry_run
+        PaimonTable.open(warehouse, "db.t").rescale(
+            bucket_num=4, partitions=partitions, dry_run=dry_run
         )
     assert latest_id(open_table(warehouse, "db.t")) == before
     assert data_files_on_disk(open_table(warehouse, "db.t")) == files
@@ -196,7 +196,7 @@ def test_pypaimon_writes_after(warehouse):
     then upserts into the new buckets and reads right."""
     make(warehouse, bucket=2, partitioned=False)
     model = fill(warehouse)
-    rescale_table(TableRef(warehouse, "db.t"), bucket_num=4)
+    PaimonTable.open(warehouse, "db.t").rescale(bucket_num=4)
     from pypaimon import CatalogFactory
     from pypaimon.schema.schema_change import SchemaChange
 
@@ -231,8 +231,7 @@ def test_concurrent_commit_conflicts(warehouse):
         model.write(rows([0, 2, 4, 200], "race"))  # into partition DAYS[0]
 
     with pytest.raises(CommitConflictError, match="strict-mode"):
-        rescale_table(
-            TableRef(warehouse, "db.t"),
+        PaimonTable.open(warehouse, "db.t").rescale(
             bucket_num=4,
             partitions=[{"dt": DAYS[0]}],
             executor=RacingExecutor(race),
@@ -252,8 +251,7 @@ def test_concurrent_commit_elsewhere_is_fine(warehouse):
     def race():
         model.write(rows([1, 3, 201], "race"))  # into partition DAYS[1] only
 
-    rescale_table(
-        TableRef(warehouse, "db.t"),
+    PaimonTable.open(warehouse, "db.t").rescale(
         bucket_num=3,
         partitions=[{"dt": DAYS[0]}],
         executor=RacingExecutor(race),
@@ -267,7 +265,7 @@ def test_dry_run_changes_nothing(warehouse):
     model = fill(warehouse)
     table = open_table(warehouse, "db.t")
     before, files = latest_id(table), data_files_on_disk(table)
-    result = rescale_table(TableRef(warehouse, "db.t"), bucket_num=4, dry_run=True)
+    result = PaimonTable.open(warehouse, "db.t").rescale(bucket_num=4, dry_run=True)
     assert result.dry_run and result.snapshot_id is None
     assert result.files_read == len(committed_files(table))
     assert len(result.partitions) == 2 and "dry run" in result.summary()
@@ -280,26 +278,26 @@ def test_dry_run_changes_nothing(warehouse):
 def test_dynamic_and_postpone_refused(warehouse, bucket):
     make(warehouse, bucket=bucket, partitioned=False)
     with pytest.raises(UnsupportedLayoutError, match="bucket mode"):
-        rescale_table(TableRef(warehouse, "db.t"), bucket_num=4)
+        PaimonTable.open(warehouse, "db.t").rescale(bucket_num=4)
 
 
 @pytest.mark.parametrize("num", [0, -1])
 def test_bad_bucket_num_refused(warehouse, num):
     make(warehouse, bucket=2, partitioned=False)
     with pytest.raises(InvalidArgumentError, match="bucket_num"):
-        rescale_table(TableRef(warehouse, "db.t"), bucket_num=num)
+        PaimonTable.open(warehouse, "db.t").rescale(bucket_num=num)
 
 
 def test_append_table_refused(warehouse):
     open_catalog(warehouse).create_database("db", True)
     open_catalog(warehouse).create_table("db.t", Schema.from_pyarrow_schema(ORDERS_SCHEMA), False)
     with pytest.raises(UnsupportedLayoutError, match=r"db\.t is an append table"):
-        rescale_table(TableRef(warehouse, "db.t"), bucket_num=4)
+        PaimonTable.open(warehouse, "db.t").rescale(bucket_num=4)
 
 
 def test_empty_table_is_nothing_to_do(warehouse):
     make(warehouse, bucket=2, partitioned=False)
-    result = rescale_table(TableRef(warehouse, "db.t"), bucket_num=4)
+    result = PaimonTable.open(warehouse, "db.t").rescale(bucket_num=4)
     assert result.snapshot_id is None and "nothing" in result.summary()
 
 
@@ -309,7 +307,7 @@ def test_deletes_and_updates_merged(warehouse, old, new):
     exactly the merged live rows, no retractions."""
     table = cdc_table(warehouse, bucket=old)
     model = write_history(table, commits=6)
-    result = rescale_table(TableRef(warehouse, "db.cdc"), bucket_num=new)
+    result = PaimonTable.open(warehouse, "db.cdc").rescale(bucket_num=new)
     table = open_table(warehouse, "db.cdc")
     got = {(r["dt"], r["id"]): r for r in read_rows(table)}
     assert got == model
@@ -379,7 +377,7 @@ def test_our_ingest_refuses_a_partition_of_another_bucket_count(warehouse):
 
     make(warehouse, bucket=2, partitioned=True)
     model = fill(warehouse)
-    rescale_table(TableRef(warehouse, "db.t"), bucket_num=4, partitions=[{"dt": DAYS[0]}])
+    PaimonTable.open(warehouse, "db.t").rescale(bucket_num=4, partitions=[{"dt": DAYS[0]}])
     table = open_table(warehouse, "db.t")
     before, on_disk = latest_id(table), data_files_on_disk(table)
     with pytest.raises(InvalidOptionError, match="rescaled"):
@@ -416,7 +414,7 @@ def test_other_merge_layouts_read_the_same(warehouse, options):
     write_history(open_table(warehouse, "db.cdc"), commits=3, seed=11, model=model)
     key = lambda r: (r["dt"], r["id"])  # noqa: E731
     before = sorted(read_rows(open_table(warehouse, "db.cdc")), key=key)
-    rescale_table(TableRef(warehouse, "db.cdc"), bucket_num=3)
+    PaimonTable.open(warehouse, "db.cdc").rescale(bucket_num=3)
     table = open_table(warehouse, "db.cdc")
     after = sorted(read_rows(table), key=key)
     if "deletion-vectors.enabled" in options:
@@ -434,7 +432,7 @@ def test_each_new_bucket_is_one_run_at_the_top_level(warehouse):
     fill(warehouse)
     table = open_table(warehouse, "db.t")
     on_disk = data_files_on_disk(table)
-    rescale_table(TableRef(warehouse, "db.t"), bucket_num=3)
+    PaimonTable.open(warehouse, "db.t").rescale(bucket_num=3)
     table = open_table(warehouse, "db.t")
     live = entries(warehouse)
     levels = {e.file.level for e in live}
@@ -460,7 +458,7 @@ def test_a_failing_merge_leaves_no_file_behind(warehouse, monkeypatch):
         module, "TARGET_MERGE", module.Work("new buckets", broken, module.discard_placed)
     )
     with pytest.raises(OSError, match="disk full"):
-        rescale_table(TableRef(warehouse, "db.t"), bucket_num=3)
+        PaimonTable.open(warehouse, "db.t").rescale(bucket_num=3)
     table = open_table(warehouse, "db.t")
     assert latest_id(table) == before and data_files_on_disk(table) == on_disk
     model.check()

@@ -21,7 +21,6 @@ from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.io.hashes import read_hashes
 from dagster_paimon.io.index import HASH_INDEX, bucket_indexes
 from dagster_paimon.io.read import read_file
-from dagster_paimon.kinds import compact_table
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.lsm.write.dynamic import (
     DynamicAssigner,
@@ -32,8 +31,9 @@ from dagster_paimon.lsm.write.dynamic import (
 from dagster_paimon.lsm.write.layout import plan_write_layout
 from dagster_paimon.lsm.write.level0 import Level0Writer, max_sequences
 from dagster_paimon.options import DYNAMIC_BUCKET
+from dagster_paimon.paimon_table import PaimonTable
 from dagster_paimon.partition import Partition
-from dagster_paimon.table import TableRef, TableSpec, create_table, open_catalog, open_table
+from dagster_paimon.table import TableSpec, create_table, open_catalog, open_table
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows
 
@@ -132,7 +132,7 @@ def test_ingest_keeps_paimon_hash_index_with_pypaimon(warehouse):
     assert {k: final[k] for k in after} == after
     readers_agree(warehouse, model)
 
-    compact_table(TableRef(warehouse, "db.t"), full=True)
+    PaimonTable.open(warehouse, "db.t").compact(full=True)
     assert layout(warehouse) == final, "compaction leaves keys and indexes where they are"
     readers_agree(warehouse, model)
 
