@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from dagster_paimon.arguments import parse_duration
 from dagster_paimon.errors import InvalidArgumentError
@@ -107,12 +107,14 @@ def _dry_run(what: str = "list, delete nothing") -> Param:
 
 
 PARTITION = Param("partition", "partition", "only buckets of this partition", metavar="K=V[,K=V]")
+ExecutorName = Literal["local", "spark"]
+"""Where rewrite tasks run, as every door spells it."""
 EXECUTOR = Param(
     "executor",
     "choice",
     "where rewrite tasks run: this process, or the Spark session",
     default="local",
-    choices=("local", "spark"),
+    choices=get_args(ExecutorName),
 )
 
 
@@ -290,6 +292,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "expire the tag after this long (default: tag.default-time-retained, else never)",
                 positive=True,
             ),
+            _dry_run("report, write nothing"),
         ),
         "TagResult",
     ),

@@ -371,14 +371,21 @@ class PaimonTable:
         *,
         snapshot_id: int | None = None,
         time_retained: timedelta | None = None,
+        dry_run: bool = False,
     ) -> TagResult:
         """Tag a snapshot (the latest by default) so it stays readable after expiry;
-        time_retained None takes tag.default-time-retained.
+        time_retained None takes tag.default-time-retained; dry_run reports, writes nothing.
 
         Raises TagExistsError, SnapshotNotFoundError, InvalidArgumentError (a blank name, a
         negative retention); the table is then unchanged.
         """
-        return create_tag(self.paimon, name, snapshot_id=snapshot_id, time_retained=time_retained)
+        return create_tag(
+            self.paimon,
+            name,
+            snapshot_id=snapshot_id,
+            time_retained=time_retained,
+            dry_run=dry_run,
+        )
 
     def delete_tag(self, name: str, *, dry_run: bool = False) -> TagResult:
         """Delete a tag and the files only it kept alive. Raises TagNotFoundError."""

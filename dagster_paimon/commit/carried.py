@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from dagster_paimon.format.manifest import ManifestEntry, ManifestListManager, ManifestReader
+from dagster_paimon.format.manifest import (
+    ManifestEntry,
+    TableManifests,
+)
 from dagster_paimon.format.metadata import Snapshot
-from dagster_paimon.format.table import FileStoreTable
+from dagster_paimon.format.table import FileStoreTable, statistics_root
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.options import SEQUENCE_NUMBER_INIT_MODE, read_option
 
@@ -27,7 +30,7 @@ def inherited_statistics(table: FileStoreTable, latest: Snapshot | None) -> str 
     """The latest snapshot's statistics file, kept when it describes the current schema."""
     if latest is None or not latest.statistics:
         return None
-    path = f"{table.path_factory().statistics_path().rstrip('/')}/{latest.statistics}"
+    path = f"{statistics_root(table)}/{latest.statistics}"
     with table.file_io.new_input_stream(path) as stream:
         stats = json.loads(stream.read())
     return latest.statistics if stats.get("schemaId") == table.table_schema.id else None
@@ -51,10 +54,10 @@ def snapshot_properties(
 
 def _written_maxima(table: FileStoreTable, latest: Snapshot) -> list[int]:
     """Every added file's highest sequence number in the latest snapshot's data manifests."""
-    reader = ManifestReader(table)
+    manifests = TableManifests(table)
     return [
         e.file.max_sequence_number
-        for meta in ManifestListManager(table).read_all(latest)
-        for e in reader.read(meta.file_name, file_size=meta.file_size)
+        for meta in manifests.all(latest)
+        for e in manifests.entries_of(meta)
         if e.kind == ADD
     ]

@@ -24,14 +24,12 @@ from dagster_paimon.failpoints import (
     MANIFESTS_WRITTEN,
     failpoint,
 )
-from dagster_paimon.format.catalog import full_version as build_full_version
 from dagster_paimon.format.manifest import (
     ManifestEntry,
     ManifestFileMeta,
-    ManifestListManager,
-    ManifestReader,
+    TableManifests,
 )
-from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.metadata import Snapshot, new_snapshot
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.format.values import JSON
 from dagster_paimon.io.filekind import ADD
@@ -138,7 +136,7 @@ class SnapshotProducer:
 
     def base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
         """The new base manifest list: the latest base + delta."""
-        return ManifestListManager(self.table).read_all(latest)
+        return TableManifests(self.table).all(latest)
 
     def index_manifest(self, latest: Snapshot | None) -> str | None:
         """The new snapshot's index manifest: the latest one, unchanged."""
@@ -159,18 +157,17 @@ class SnapshotProducer:
         self, latest: Snapshot | None, entries: list[ManifestEntry], attempt: _Attempt
     ) -> Snapshot:
         """Write manifests, then the lists naming them: nothing names a file before it exists."""
-        lists = ManifestListManager(self.table)
+        manifests = TableManifests(self.table)
+        target_size = self.table.options.manifest_target_size()
         base_metas = self.base_manifests(latest)
-        delta_metas = ManifestReader(self.table).rolling_write(
-            entries, self.table.options.manifest_target_size(), f"manifest-{uuid.uuid4()}"
-        )
+        delta_metas = manifests.write(entries, target_size)
         attempt.names += [m.file_name for m in delta_metas]
         failpoint(MANIFESTS_WRITTEN)
         unique = uuid.uuid4()
         base_name, delta_name = f"manifest-list-{unique}-0", f"manifest-list-{unique}-1"
         attempt.names += [base_name, delta_name]
-        base_size = lists.write(base_name, base_metas)
-        delta_size = lists.write(delta_name, delta_metas)
+        base_size = manifests.write_list(base_name, base_metas)
+        delta_size = manifests.write_list(delta_name, delta_metas)
         failpoint(MANIFEST_LIST_WRITTEN)
         index_manifest = self.index_manifest(latest)
         if index_manifest is not None and index_manifest != (
@@ -180,21 +177,17 @@ class SnapshotProducer:
         changelog = self.changelog_entries(latest)
         changelog_list, changelog_size, changelog_records = None, None, None
         if changelog:
-            changelog_metas = ManifestReader(self.table).rolling_write(
-                changelog,
-                self.table.options.manifest_target_size(),
-                f"manifest-{uuid.uuid4()}",
-            )
+            changelog_metas = manifests.write(changelog, target_size)
             attempt.names += [m.file_name for m in changelog_metas]
             changelog_list = f"manifest-list-{unique}-2"
             attempt.names.append(changelog_list)
-            changelog_size = lists.write(changelog_list, changelog_metas)
+            changelog_size = manifests.write_list(changelog_list, changelog_metas)
             changelog_records = sum(e.file.row_count for e in changelog)
         delta_records = sum(
             e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries
         )
         previous_total = (latest.total_record_count or 0) if latest else 0
-        return Snapshot(
+        return new_snapshot(
             version=SNAPSHOT_VERSION,
             id=latest.id + 1 if latest else 1,
             schema_id=self.table.table_schema.id,
@@ -216,7 +209,6 @@ class SnapshotProducer:
             properties=snapshot_properties(self.table, latest, entries),
             index_manifest=index_manifest,
             next_row_id=latest.next_row_id if latest else None,
-            writer_version=build_full_version(),
         )
 
     def commit(self) -> CommitOutcome:

@@ -54,6 +54,7 @@ from dagster_paimon.dagster.sensors import build_warehouse_sensor
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.discovery import DiscoveredTable, Discovery, discover_tables
 from dagster_paimon.errors import InvalidArgumentError, TableNotFoundError
+from dagster_paimon.operations import EXECUTOR, ExecutorName
 from dagster_paimon.partition import parse_partition_spec
 
 DEFAULTS = MaintenanceCrons()
@@ -190,14 +191,13 @@ class CompactionArgs(dg.Resolvable, dg.Model):
         int, described("Seconds between two ticks of the sensor.", 60, 300)
     ] = 60
     executor: Annotated[
-        Literal["local", "spark"],
+        ExecutorName,
         described(
-            "Where compaction rewrites run: local (threads of the run's process) or spark "
-            "(tasks of the Spark session spark_conf describes).",
-            "local",
-            "spark",
+            f"{EXECUTOR.help[0].upper()}{EXECUTOR.help[1:]}: local (threads of the run's "
+            "process) or spark (tasks of the Spark session spark_conf describes).",
+            *EXECUTOR.choices,
         ),
-    ] = "local"
+    ] = EXECUTOR.default
     spark_conf: Annotated[
         dict[str, str],
         described(

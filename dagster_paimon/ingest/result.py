@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dagster_paimon.format.manifest import ManifestListManager, ManifestReader
+from dagster_paimon.format.manifest import TableManifests
 from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
@@ -52,8 +52,8 @@ class IngestResult(Reported):
                 buckets=0,
                 seconds=seconds,
             )
-        metas = ManifestListManager(table).read_delta(snapshot)
-        entries = ManifestReader(table).read_entries_parallel(metas)
+        manifests = TableManifests(table)
+        entries = manifests.entries(manifests.delta(snapshot))
         added = [e for e in entries if e.kind == ADD]
         return cls(
             table=name,

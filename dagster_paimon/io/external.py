@@ -41,6 +41,7 @@ from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError
 from dagster_paimon.format.table import (
     EntropyInjectExternalPathProvider,
     FileStoreTable,
+    canonical_bucket_path,
     resolve_path,
     to_file_io_path,
 )
@@ -206,9 +207,7 @@ class DataFilePaths:
         self._recorded: dict[str, str] = {}
         if self.external is None:
             return
-        self._relative = table.path_factory().relative_bucket_path(
-            tuple(partition.values), bucket, canonical_partition=True
-        )
+        self._relative = canonical_bucket_path(table, tuple(partition.values), bucket)
         roots = self.external.roots
         weights = self.external.weights
         self._cumulative: list[int] | None = None
@@ -294,9 +293,7 @@ def external_layout(table: FileStoreTable) -> ExternalLayout | None:
     keys = table.partition_keys
     prefixes: list[str] = []
     if keys:
-        relative = table.path_factory().relative_bucket_path(
-            tuple([None] * len(keys)), 0, canonical_partition=True
-        )
+        relative = canonical_bucket_path(table, tuple([None] * len(keys)), 0)
         prefixes = [p.split("=", 1)[0] + "=" for p in relative.split("/")[-1 - len(keys) : -1]]
     schema_options = table.table_schema.options
     file_prefixes = {

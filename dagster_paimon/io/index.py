@@ -26,10 +26,10 @@ from dagster_paimon.format.manifest import (
     DeletionVectorMeta,
     IndexFileMeta,
     IndexManifestEntry,
-    IndexManifestFile,
+    TableManifests,
 )
 from dagster_paimon.format.metadata import Snapshot
-from dagster_paimon.format.table import FileStoreTable
+from dagster_paimon.format.table import FileStoreTable, bucket_index_path, new_bucket_index_path
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.vectors import (
     DeletionVector,
@@ -49,28 +49,11 @@ INDEX_VERSION = 1
 BucketKey = tuple[Partition, int]
 
 
-class IndexManifestWriter(IndexManifestFile):
-    """pypaimon's index manifest file, writing deletion-vector entries as Java does.
-
-    Java's IndexFileMetaSerializer writes `_DELETIONS_VECTORS_RANGES` null only when an index
-    file has no ranges at all (a HASH index); a deletion-vector file that holds no vector (a full
-    compaction left none) has an empty list `[]`. pypaimon writes an empty map as null, and
-    Java's writer restore (DeletionVectorsIndexFile.readAllDeletionVectors) dies on that null.
-    """
-
-    def _to_avro_record(self, entry: IndexManifestEntry) -> dict:
-        """pypaimon's record, with `[]` for a deletion-vector file without ranges."""
-        record = super()._to_avro_record(entry)
-        if entry.index_file.index_type == DELETION_VECTORS:
-            record["_DELETIONS_VECTORS_RANGES"] = record["_DELETIONS_VECTORS_RANGES"] or []
-        return record
-
-
 def index_entries(table: FileStoreTable, snapshot: Snapshot | None) -> list[IndexManifestEntry]:
     """Every entry of a snapshot's index manifest (none without one)."""
     if snapshot is None or not snapshot.index_manifest:
         return []
-    return IndexManifestFile(table).read(snapshot.index_manifest)
+    return TableManifests(table).index_entries(snapshot.index_manifest)
 
 
 def bucket_indexes(
@@ -163,7 +146,7 @@ def counted_rows(
 
 def index_path(table: FileStoreTable, partition: Partition, bucket: int, index: IndexFileMeta):
     """Where an index file lives (index dir, or the bucket dir with index-file-in-data-file-dir)."""
-    return table.path_factory().bucket_index_path(partition.values, bucket, index, table.file_io)
+    return bucket_index_path(table, partition.values, bucket, index)
 
 
 def _read_file_vectors(
@@ -260,7 +243,7 @@ def write_index_file(
 ) -> IndexFileMeta:
     """A new index file of a bucket holding `data`, and its metadata."""
     name = f"index-{uuid.uuid4()}-0"
-    path, external = table.path_factory().new_bucket_index_path(partition.values, bucket, name)
+    path, external = new_bucket_index_path(table, partition.values, bucket, name)
     with table.file_io.new_output_stream(path) as out:
         out.write(data)
     failpoint(INDEX_FILE_WRITTEN)
@@ -312,4 +295,4 @@ def write_index_manifest(
         IndexManifestEntry(ADD, partition.row(), bucket, index)
         for (partition, bucket), index in added
     ]
-    return IndexManifestWriter(table).write(kept + new)
+    return TableManifests(table).write_index(kept + new)

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from dagster_paimon.format.metadata import Snapshot
+from dagster_paimon.format.table import bucket_index_path
 from dagster_paimon.io.filekind import ADD, DELETE
 from dagster_paimon.snapshot.lists import snapshot_lists
 from dagster_paimon.snapshot.metadata import APPEND_SOURCE, SNAPSHOT_PREFIX, FileRef, TableMetadata
@@ -206,13 +207,12 @@ def _index_paths(meta: TableMetadata, index_manifest: str, skipping: set[str]) -
     if entries is None:
         return []
     skipping.add(index_manifest)
-    factory = meta.table.path_factory()
     paths = []
     for e in entries:
         if e.index_file.file_name not in skipping:
             skipping.add(e.index_file.file_name)
             paths.append(
-                factory.bucket_index_path(tuple(e.partition.values), e.bucket, e.index_file)
+                bucket_index_path(meta.table, tuple(e.partition.values), e.bucket, e.index_file)
             )
     return [*paths, meta.manifest_path(index_manifest)]
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from dagster_paimon.errors import RepairRefusedError
 from dagster_paimon.format.metadata import Snapshot
-from dagster_paimon.format.table import FileStoreTable
+from dagster_paimon.format.table import FileStoreTable, statistics_root
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.io.index import index_path
 from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
@@ -424,7 +424,7 @@ def _needs(
         else:
             files.update(dict.fromkeys(paths, INDEX_FILE))
     if snapshot.statistics:
-        statistics = meta.table.path_factory().statistics_path().rstrip("/")
+        statistics = statistics_root(meta.table)
         files[f"{statistics}/{snapshot.statistics}"] = STATISTICS
     return missing, files
 

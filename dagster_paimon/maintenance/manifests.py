@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -21,8 +20,7 @@ from dagster_paimon.errors import CorruptMetadataError
 from dagster_paimon.format.manifest import (
     ManifestEntry,
     ManifestFileMeta,
-    ManifestListManager,
-    ManifestReader,
+    TableManifests,
 )
 from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.format.table import FileStoreTable
@@ -206,13 +204,13 @@ class RollingManifestWriter:
     """Rolling manifest files at the target size; remembers what it wrote for cleanup."""
 
     def __init__(self, table: FileStoreTable, target_size: int):
-        self.manager = ManifestReader(table)
+        self.manifests = TableManifests(table)
         self.target_size = target_size
         self.written: list[str] = []
 
     def write(self, entries: list[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write entries, splitting at the target size as Paimon's rolling writer does."""
-        metas = self.manager.rolling_write(entries, self.target_size, f"manifest-{uuid.uuid4()}")
+        metas = self.manifests.write(entries, self.target_size)
         self.written += [m.file_name for m in metas]
         return metas
 
@@ -274,16 +272,14 @@ class EntryReader:
     manifests the new snapshots added."""
 
     def __init__(self, table: FileStoreTable):
-        self._manager = ManifestReader(table)
+        self._manifests = TableManifests(table)
         self._read: dict[str, list[ManifestEntry]] = {}
 
     def __call__(self, manifest: ManifestFileMeta) -> list[ManifestEntry]:
         """The entries of one manifest."""
         entries = self._read.get(manifest.file_name)
         if entries is None:
-            entries = self._manager.read(
-                manifest.file_name, drop_stats=False, file_size=manifest.file_size
-            )
+            entries = self._manifests.entries_of(manifest, with_stats=True)
             self._read[manifest.file_name] = entries
         return entries
 
@@ -394,7 +390,7 @@ def plan_manifest_compaction(
     if latest is None:
         return ManifestCompactionPlan(name, full, None)
     options = _merge_options(table, full)
-    inputs = ManifestListManager(table).read_all(latest)
+    inputs = TableManifests(table).all(latest)
     pending = DeferredWriter(inputs, options.target_size)
     read = EntryReader(table)
     before, outcome = _merge(table, inputs, options, pending, read)
@@ -422,7 +418,7 @@ class _Merges:
                 self.outcomes[latest.id] = (plan.manifests_before, outcome)
             else:
                 options = _merge_options(self.table, plan.full)
-                inputs = ManifestListManager(self.table).read_all(latest)
+                inputs = TableManifests(self.table).all(latest)
                 self.outcomes[latest.id] = _merge(
                     self.table, inputs, options, self.writer, self.read
                 )
@@ -454,7 +450,7 @@ def execute_manifest_compaction(
     merges = _Merges(table, plan, context.table_files(table))
     producer = ManifestCompactProducer(table, merges, snapshot_writer=context.snapshot_writer)
     committed = producer.commit().snapshot
-    merges.discard(keep={m.file_name for m in ManifestListManager(table).read_base(committed)})
+    merges.discard(keep={m.file_name for m in TableManifests(table).base(committed)})
     base_id = committed.id - 1
     before, outcome = merges.outcomes[base_id]
     log.info(

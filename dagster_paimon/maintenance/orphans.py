@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from dagster_paimon.errors import InvalidArgumentError, MaintenanceAbortedError
-from dagster_paimon.format.table import FileStoreTable
+from dagster_paimon.format.table import FileStoreTable, data_root, index_root
 from dagster_paimon.io.external import (
     BUCKET_DIR_NAME,
     ENTROPY_DIR_NAMES,
@@ -188,9 +188,9 @@ def _candidates(
     """Every file maintenance may judge: metadata, index, statistics and bucket directories,
     in the table and under its external data roots."""
     table = meta.table
-    data_root = table.path_factory().data_file_path().rstrip("/")
-    dirs = [meta.manifest_dir, table.path_factory().index_path(), f"{meta.root}/statistics"]
-    dirs += _bucket_dirs(meta, data_root, len(table.partition_keys))
+    data = data_root(table)
+    dirs = [meta.manifest_dir, index_root(table), f"{meta.root}/statistics"]
+    dirs += _bucket_dirs(meta, data, len(table.partition_keys))
     listed = parallel_map(meta.files.list_dir, dirs)
     found = [s for chunk in listed for s in chunk if not s.is_dir]
     external, external_dirs = _external_files(meta, layout)

@@ -40,7 +40,10 @@ from dagster_paimon.errors import (
     InvalidArgumentError,
     InvalidTableSpecError,
 )
-from dagster_paimon.format.manifest import ManifestEntry, ManifestListManager, ManifestReader
+from dagster_paimon.format.manifest import (
+    ManifestEntry,
+    TableManifests,
+)
 from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
@@ -238,10 +241,9 @@ def _epoch_ms(local: datetime) -> int:
 
 def _entries(table: FileStoreTable, snapshot: Snapshot) -> list[ManifestEntry]:
     """Every entry of the snapshot's data manifests, ADD and DELETE, unmerged."""
-    reader = ManifestReader(table)
+    manifests = TableManifests(table)
     try:
-        manifests = ManifestListManager(table).read_all(snapshot)
-        per_manifest = parallel_map(lambda m: reader.read(m.file_name, drop_stats=True), manifests)
+        per_manifest = parallel_map(manifests.entries_of, manifests.all(snapshot))
     except (ValueError, EOFError, KeyError, TypeError, IndexError) as e:
         raise CorruptMetadataError(
             f"cannot read the manifests of snapshot {snapshot.id} of {table_name(table)}: "

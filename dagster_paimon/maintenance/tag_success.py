@@ -50,9 +50,14 @@ def notify_creation(meta: TableMetadata, name: str, now_ms: int) -> None:
     replace_file(meta.file_io, path, success_json(created, now_ms))
 
 
+def success_file_exists(meta: TableMetadata, name: str) -> bool:
+    """Whether the tag's creation finished (its success file is there)."""
+    return bool(meta.file_io.exists(success_path(meta, name)))
+
+
 def finish_creation(meta: TableMetadata, name: str, now_ms: int) -> bool:
     """Write the success file of a tag an interrupted creation left without one; True if so."""
-    if meta.file_io.exists(success_path(meta, name)):
+    if success_file_exists(meta, name):
         return False
     notify_creation(meta, name, now_ms)
     return True

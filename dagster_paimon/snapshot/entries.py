@@ -10,8 +10,7 @@ from dagster_paimon.errors import CorruptMetadataError
 from dagster_paimon.format.manifest import (
     DataFileMeta,
     ManifestEntry,
-    ManifestListManager,
-    ManifestReader,
+    TableManifests,
 )
 from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.format.runs import default_key_comparator
@@ -44,8 +43,8 @@ def live_entries(
         return []
     try:
         with collector_paused():
-            manifests = ManifestListManager(table).read_all(snapshot)
-            return ManifestReader(table).read_entries_parallel(manifests, drop_stats=not with_stats)
+            manifests = TableManifests(table)
+            return manifests.entries(manifests.all(snapshot), with_stats=with_stats)
     except (ValueError, EOFError, KeyError, TypeError, IndexError) as e:
         raise CorruptMetadataError(
             f"cannot read the manifests of snapshot {snapshot.id} of "

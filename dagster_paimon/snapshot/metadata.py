@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 import fastavro
 
 from dagster_paimon.errors import CorruptFileError, MaintenanceAbortedError
-from dagster_paimon.format.manifest import IndexManifestFile
+from dagster_paimon.format.manifest import TableManifests
 from dagster_paimon.format.metadata import Snapshot, Tag
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
@@ -312,7 +312,7 @@ class TableMetadata:
         """Entries of an index manifest; a missing one raises FileNotFoundError."""
         if not self.file_io.exists(self.manifest_path(index_manifest)):
             raise FileNotFoundError(index_manifest)
-        return IndexManifestFile(self.table).read(index_manifest)
+        return TableManifests(self.table).index_entries(index_manifest)
 
     @staticmethod
     def root_lists(snapshot: Snapshot, *, changelog_only: bool = False) -> list[str]:

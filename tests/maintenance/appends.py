@@ -12,13 +12,9 @@ from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
 from dagster_paimon.commit.changes import BucketChange
 from dagster_paimon.commit.producers import CompactProducer
+from dagster_paimon.format.manifest import IndexManifestWriter
 from dagster_paimon.io.filekind import ADD
-from dagster_paimon.io.index import (
-    BucketVectors,
-    IndexManifestWriter,
-    deletion_indexes,
-    index_entries,
-)
+from dagster_paimon.io.index import BucketVectors, deletion_indexes, index_entries
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.table import open_catalog

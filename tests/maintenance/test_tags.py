@@ -70,6 +70,19 @@ def test_create_on_latest_and_on_an_id_reads_like_the_snapshot(warehouse):
     assert tag_rows(table, "latest") == rows_at(table, 4)
 
 
+def test_a_dry_run_reports_the_tag_and_writes_nothing(warehouse):
+    table = history(warehouse, 3)
+    result = create_tag(table, "planned", snapshot_id=2, dry_run=True)
+    assert result.dry_run and result.created == ("planned",)
+    assert "would" in result.summary() and tag_names(table) == []
+    with pytest.raises(SnapshotNotFoundError):
+        create_tag(table, "nowhere", snapshot_id=9, dry_run=True)
+    create_tag(table, "planned", snapshot_id=2)
+    with pytest.raises(TagExistsError):
+        create_tag(table, "planned", dry_run=True)
+    assert [(t.name, t.snapshot_id) for t in list_tags(table)] == [("planned", 2)]
+
+
 def test_a_tag_without_retention_is_the_snapshot_file(warehouse):
     table = history(warehouse, 2)
     create_tag(table, "plain", snapshot_id=1)
