@@ -134,7 +134,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "health",
         "sorted runs and size amplification (append tables: small files) per bucket",
         (PARTITION,),
-        "Health",
+        "TableHealth",
         changes_table=False,
     ),
     Operation(

@@ -20,7 +20,7 @@ from dagster_paimon.format.schema import PyarrowFieldParser
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.ingest.arrow import MODES, ingest_arrow
 from dagster_paimon.ingest.result import IngestResult
-from dagster_paimon.kinds import Health, compact_open_table, table_health
+from dagster_paimon.kinds import TableHealth, compact_open_table, table_health
 from dagster_paimon.lsm.compaction import (
     CompactionResult,
     LocalExecutor,
@@ -191,12 +191,12 @@ class PaimonTable:
         table = self.paimon
         return read_levels(table, snapshot_id, _partition(table, partition))
 
-    def health(self, *, partition: Mapping[str, str] | None = None) -> Health:
+    def health(self, *, partition: Mapping[str, str] | None = None) -> TableHealth:
         """What decides a compaction, per bucket: sorted runs and size amplification of a
-        primary-key table (TableHealth), files and small files of an append table
-        (AppendTableHealth); `kind` says which. `conflicting_compactors` names other writers
-        that compacted the table recently while it is not write-only (their commits fail
-        beside ours; lsm/model/compactors.py), None when there are none.
+        primary-key table, files and small files of an append table; `kind` says which.
+        `conflicting_compactors` names other writers that compacted the table recently while
+        it is not write-only (their commits fail beside ours; lsm/model/compactors.py), None
+        when there are none.
 
         The same report as `dagster-paimon health`. Raises InvalidArgumentError (a partition
         spec naming columns that are not partition keys), InvalidOptionError.

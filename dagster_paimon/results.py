@@ -80,20 +80,30 @@ class Reported:
     """
 
     FIELDS: ClassVar[Mapping[str, Kind]] = {}
+    # keys a report may lack (a figure only some table kinds have): left out while None
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset()
 
     def reported(self, key: str) -> Any:
         """The value of one key of the field map."""
         value = getattr(self, key)
         return value() if inspect.ismethod(value) else value
 
+    def fields(self) -> dict[str, Kind]:
+        """The keys this report has: the field map less the OPTIONAL keys holding None."""
+        return {
+            key: kind
+            for key, kind in self.FIELDS.items()
+            if key not in self.OPTIONAL or self.reported(key) is not None
+        }
+
     def to_dict(self) -> dict[str, Any]:
-        """Every key of the field map, as JSON (the CLI's --json)."""
-        return {key: jsonable(self.reported(key)) for key in self.FIELDS}
+        """Every key this report has, as JSON (the CLI's --json)."""
+        return {key: jsonable(self.reported(key)) for key in self.fields()}
 
     def metrics(self) -> Metrics:
         """The METRIC keys as numbers, under unprefixed names (Dagster adds `paimon/`)."""
         found: Metrics = {}
-        for key, kind in self.FIELDS.items():
+        for key, kind in self.fields().items():
             if kind != METRIC:
                 continue
             value = self.reported(key)

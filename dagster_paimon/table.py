@@ -24,8 +24,9 @@ from dagster_paimon.format.catalog import (
     Schema,
     TableNotExistException,
 )
+from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.format.table import FileStoreTable
-from dagster_paimon.options import BUCKET, BUCKET_KEY, DYNAMIC_BUCKET, POSTPONE_BUCKET
+from dagster_paimon.options import BUCKET, BUCKET_KEY, DYNAMIC_BUCKET, POSTPONE_BUCKET, bucket
 from dagster_paimon.redaction import masked_options
 from dagster_paimon.storage.warehouse import warehouse_for
 from dagster_paimon.unsupported import check_catalog
@@ -38,6 +39,18 @@ TABLE_KINDS = (PRIMARY_KEY, APPEND)
 def table_kind(primary_keys: Sequence[str]) -> str:
     """APPEND for a table without a primary key (files concatenated), else PRIMARY_KEY."""
     return PRIMARY_KEY if primary_keys else APPEND
+
+
+def is_unaware(schema: TableSchema) -> bool:
+    """Whether the table is an append table without buckets (bucket -1, no primary key)."""
+    return not schema.primary_keys and bucket(schema.options) == DYNAMIC_BUCKET
+
+
+def is_dynamic(schema: TableSchema) -> bool:
+    """Whether the table is a primary-key table in dynamic bucket mode (bucket -1)."""
+    return (
+        table_kind(schema.primary_keys) == PRIMARY_KEY and bucket(schema.options) == DYNAMIC_BUCKET
+    )
 
 
 @dataclass(frozen=True)

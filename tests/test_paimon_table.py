@@ -24,6 +24,7 @@ from pypaimon.table.file_store_table import FileStoreTable
 
 import dagster_paimon
 from dagster_paimon import (
+    BucketHealth,
     CompactionResult,
     ConsumerList,
     ConsumerRemovalResult,
@@ -31,6 +32,7 @@ from dagster_paimon import (
     DatabaseNotFoundError,
     DoctorResult,
     ExpiryResult,
+    HealthTotals,
     IngestResult,
     InvalidArgumentError,
     ManifestCompactionResult,
@@ -46,13 +48,7 @@ from dagster_paimon import (
     WarehouseUnreachableError,
 )
 from dagster_paimon import errors as errors
-from dagster_paimon.kinds.append_health import (
-    AppendBucketHealth,
-    AppendHealthTotals,
-    AppendTableHealth,
-)
 from dagster_paimon.lsm.compaction import LocalExecutor
-from dagster_paimon.lsm.model.health import BucketHealth, HealthTotals
 from dagster_paimon.results import DETAIL, METRIC, Reported
 from dagster_paimon.table import open_catalog
 from tests.conftest import write_with_pypaimon
@@ -387,9 +383,6 @@ RESULTS = {
     TableHealth,
     HealthTotals,
     BucketHealth,
-    AppendTableHealth,
-    AppendHealthTotals,
-    AppendBucketHealth,
     ConsumerList,
     ConsumerRemovalResult,
     ConsumerResetResult,
@@ -424,7 +417,7 @@ def test_each_key_has_one_spelling_across_every_result():
 def metric_keys(result: Reported) -> set[str]:
     """The metric keys a field map declares, nested reports' own included."""
     keys = set()
-    for key, kind in result.FIELDS.items():
+    for key, kind in result.fields().items():
         if kind == METRIC:
             value = result.reported(key)
             keys |= metric_keys(value) if isinstance(value, Reported) else {key}
@@ -460,7 +453,7 @@ def test_every_result_reports_its_field_map_as_json(warehouse):
     assert {type(r) for r in results} == RESULTS
     for result in results:
         as_dict = result.to_dict()
-        assert list(as_dict) == list(result.FIELDS), type(result)
+        assert list(as_dict) == list(result.fields()), type(result)
         assert json.loads(json.dumps(as_dict)) == as_dict
         metrics = result.metrics()
         assert set(metrics) == metric_keys(result), type(result)

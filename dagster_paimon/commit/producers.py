@@ -29,10 +29,11 @@ from dagster_paimon.io.index import (
 )
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.options import DELETION_VECTORS as DELETION_VECTORS_ENABLED
-from dagster_paimon.options import DYNAMIC_BUCKET, bucket, flag
+from dagster_paimon.options import flag
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import entry_identifier
 from dagster_paimon.snapshot.resolve import APPEND, COMPACT, OVERWRITE
+from dagster_paimon.table import is_unaware
 
 log = logging.getLogger(__name__)
 
@@ -108,11 +109,8 @@ def check_index_bases(
     its files of that type; for an unaware-bucket partition's vectors, the files the change
     touched (Java keeps the others: AppendDeleteFileMaintainer), and no new vector of a file it
     rewrote."""
-    options = table.table_schema.options
-    unaware = (
-        bucket(options) == DYNAMIC_BUCKET
-        and not table.table_schema.primary_keys
-        and flag(options, DELETION_VECTORS_ENABLED)
+    unaware = is_unaware(table.table_schema) and flag(
+        table.table_schema.options, DELETION_VECTORS_ENABLED
     )
     current: dict[str, dict[BucketKey, tuple]] = {}
     vectors: dict[BucketKey, VectorIndex] | None = None

@@ -22,13 +22,13 @@ from dagster_paimon.kinds import (
     APPEND_KIND,
     PRIMARY_KEY_KIND,
     Assessment,
+    TableHealth,
     TableKind,
     assess_lsm_health,
     kind_for_keys,
     kind_of,
 )
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors, conflicting_compactors
-from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
 from dagster_paimon.unsupported import option_findings
 

@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 from dagster import MetadataValue, TableColumn, TableSchema
 
-from dagster_paimon.kinds import Health
+from dagster_paimon.kinds import TableHealth
 from dagster_paimon.results import Reported
 
 NAMESPACE = "paimon/"
@@ -44,7 +44,7 @@ def result_metadata(result: Reported) -> dict[str, Any]:
     }
 
 
-def health_metadata(health: Health) -> dict[str, Any]:
+def health_metadata(health: TableHealth) -> dict[str, Any]:
     """Health metrics plus a per-bucket table for the UI, and the writers compacting the table
     beside us when there are any."""
     rows = [b.to_dict() for b in health.buckets]

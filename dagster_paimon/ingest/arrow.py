@@ -13,11 +13,11 @@ from dagster_paimon.ingest.commit import commit_ingest
 from dagster_paimon.ingest.result import IngestResult
 from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.lsm.write.bucket import is_dynamic
 from dagster_paimon.lsm.write.dynamic import DynamicAssigner, hash_indexes_at
 from dagster_paimon.lsm.write.layout import check_writable, plan_write_layout
 from dagster_paimon.lsm.write.level0 import Level0Writer, max_sequences
 from dagster_paimon.partition import Partition
+from dagster_paimon.table import is_dynamic
 
 MODES = ("append", "overwrite")
 

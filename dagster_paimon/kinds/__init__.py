@@ -6,7 +6,8 @@ What adapters (CLI, Dagster) and PaimonTable use is exported here.
 
 from dagster_paimon.kinds.append import APPEND_KIND
 from dagster_paimon.kinds.compact import compact_open_table, plan_compaction
-from dagster_paimon.kinds.kind import Assessment, Health, PartitionKey, TableKind
+from dagster_paimon.kinds.health import BucketHealth, HealthTotals, TableHealth
+from dagster_paimon.kinds.kind import Assessment, KindOptions, PartitionKey, TableKind
 from dagster_paimon.kinds.primary_key import PRIMARY_KEY_KIND, assess_lsm_health
 from dagster_paimon.kinds.resolve import health_of, kind_for_keys, kind_of, table_health
 
@@ -14,8 +15,11 @@ __all__ = [
     "APPEND_KIND",
     "PRIMARY_KEY_KIND",
     "Assessment",
-    "Health",
+    "BucketHealth",
+    "HealthTotals",
+    "KindOptions",
     "PartitionKey",
+    "TableHealth",
     "TableKind",
     "assess_lsm_health",
     "compact_open_table",

@@ -26,7 +26,7 @@ def plan_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPla
     Raises InvalidOptionError (malformed or contradictory table options), UnsupportedLayoutError (a
     Paimon mode we do not compact).
     """
-    return kind_of(levels.schema).plan_compaction(levels, full=full)
+    return kind_of(levels.schema).plan(levels, full=full)
 
 
 def compact_open_table(

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.kinds.append import APPEND_KIND
-from dagster_paimon.kinds.kind import Health, TableKind
+from dagster_paimon.kinds.health import TableHealth
+from dagster_paimon.kinds.kind import TableKind
 from dagster_paimon.kinds.primary_key import PRIMARY_KEY_KIND
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors, conflicting_compactors
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
@@ -26,12 +27,12 @@ def kind_of(schema: TableSchema | None) -> TableKind:
     return kind_for_keys(schema.primary_keys) if schema is not None else PRIMARY_KEY_KIND
 
 
-def health_of(levels: TableLevels, compactors: ConflictingCompactors | None = None) -> Health:
+def health_of(levels: TableLevels, compactors: ConflictingCompactors | None = None) -> TableHealth:
     """The health report of `levels` as the table's kind measures it."""
     return kind_of(levels.schema).health(levels, compactors)
 
 
-def table_health(table: FileStoreTable, partition: Mapping[str, str] | None = None) -> Health:
+def table_health(table: FileStoreTable, partition: Mapping[str, str] | None = None) -> TableHealth:
     """The latest snapshot's health report of the table's kind, naming writers that compact the
     table beside us (RECENT_SNAPSHOTS snapshot reads more than the levels, none for a
     write-only table).

@@ -34,8 +34,6 @@ from dagster_paimon.lsm.write.bucket import (
     binary_row_hashes,
     buckets_of,
     fixed_bucket_count,
-    is_dynamic,
-    is_unaware,
     total_buckets,
 )
 from dagster_paimon.lsm.write.cast import cast_column
@@ -56,7 +54,7 @@ from dagster_paimon.snapshot.resolve import find_landed
 from dagster_paimon.spark.binary_row import with_bucket_column
 from dagster_paimon.spark.executor import outcome_of, split_outcomes
 from dagster_paimon.spark.source import PaimonWriter, plan_writer
-from dagster_paimon.table import TableRef, open_table
+from dagster_paimon.table import TableRef, is_dynamic, is_unaware, open_table
 
 FORMATS = ("parquet", "csv", "json")
 _OUR_ERROR = re.compile(r"dagster_paimon\.errors\.(\w+): (.+)")

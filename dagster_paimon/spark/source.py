@@ -37,7 +37,6 @@ from dagster_paimon.ingest.commit import commit_ingest, discard_writes
 from dagster_paimon.io.kv import value_schema
 from dagster_paimon.io.write import write_all
 from dagster_paimon.lsm.model.levels import read_levels
-from dagster_paimon.lsm.write.bucket import is_unaware
 from dagster_paimon.lsm.write.dynamic import hash_indexes_at
 from dagster_paimon.lsm.write.layout import WriteLayout, check_writable, plan_write_layout
 from dagster_paimon.lsm.write.level0 import (
@@ -50,7 +49,7 @@ from dagster_paimon.lsm.write.level0 import (
 from dagster_paimon.partition import Partition, parse_partition_spec
 from dagster_paimon.snapshot.resolve import find_landed
 from dagster_paimon.spark.read import BucketSplit, plan_splits, read_split
-from dagster_paimon.table import TableRef
+from dagster_paimon.table import TableRef, is_unaware
 
 log = logging.getLogger(__name__)
 

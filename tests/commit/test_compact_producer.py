@@ -9,7 +9,7 @@ import pytest
 
 from dagster_paimon.commit.producers import CompactProducer
 from dagster_paimon.errors import CommitConflictError
-from dagster_paimon.kinds import plan_compaction
+from dagster_paimon.kinds import health_of, plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.snapshot.entries import live_entries
@@ -51,12 +51,12 @@ def test_full_compaction_reads_the_same_rows_and_leaves_one_run_per_bucket(wareh
 def test_minor_compaction_brings_sorted_runs_back_under_the_trigger(warehouse):
     table = cdc_table(warehouse, **{"num-sorted-run.compaction-trigger": "3"})
     model = write_history(table, 5)
-    assert read_levels(table).health().aggregate()["max_sorted_runs"] == 5
+    assert health_of(read_levels(table)).aggregate()["max_sorted_runs"] == 5
 
     report = compact(table, warehouse)
 
     assert report.snapshot_id == 6
-    assert read_levels(table).health().aggregate()["max_sorted_runs"] <= 3
+    assert health_of(read_levels(table)).aggregate()["max_sorted_runs"] <= 3
     assert sorted_rows(read_rows(table), KEY) == expected(model)
     more = write_history(table, 3, seed=11, model=model)
     compact(table, warehouse)

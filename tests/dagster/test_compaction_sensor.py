@@ -20,6 +20,7 @@ from dagster_paimon.dagster.compaction import build_compaction_asset
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.sensors import SensorCursor, build_compaction_sensor
 from dagster_paimon.dagster.specs import PaimonTableSpec
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from tests.conftest import write_with_pypaimon
 from tests.lsm.kvmodel import read_rows, sorted_rows
@@ -92,7 +93,7 @@ def test_sensor_requests_exactly_the_unhealthy_partitions_then_nothing(warehouse
             selection=[SPEC.compaction_asset_key],
         )
         assert outcome.success
-    health = read_levels(table).health()
+    health = health_of(read_levels(table))
     assert health.aggregate()["max_sorted_runs"] <= 3
     after = sensor_tick(sensor, warehouse_resource, instance, cursor=again.cursor)
     assert after.run_requests == []
@@ -121,15 +122,15 @@ def test_health_check_warns_then_fails_with_more_sorted_runs(warehouse_resource)
 
     table = warehouse_resource.create_table(SPEC)
     write_day(table, "2024-01-01", 2)
-    health = read_levels(table).health()
+    health = health_of(read_levels(table))
     assert evaluate_health(health, trigger=3, stop=6, max_amp=10_000).passed
     write_day(table, "2024-01-01", 2)
-    warn = evaluate_health(read_levels(table).health(), trigger=3, stop=6, max_amp=10_000)
+    warn = evaluate_health(health_of(read_levels(table)), trigger=3, stop=6, max_amp=10_000)
     assert not warn.passed and warn.severity == AssetCheckSeverity.WARN
     write_day(table, "2024-01-01", 3)
-    fail = evaluate_health(read_levels(table).health(), trigger=3, stop=6, max_amp=10_000)
+    fail = evaluate_health(health_of(read_levels(table)), trigger=3, stop=6, max_amp=10_000)
     assert not fail.passed and fail.severity == AssetCheckSeverity.ERROR
-    amp = evaluate_health(read_levels(table).health(), trigger=30, stop=60, max_amp=50)
+    amp = evaluate_health(health_of(read_levels(table)), trigger=30, stop=60, max_amp=50)
     assert not amp.passed and "size amplification" in amp.description
 
 

@@ -17,6 +17,7 @@ from assets.shop import ORDERS, orders_feed
 from dagster_paimon.dagster.factory import build_paimon_table_definitions
 from dagster_paimon.dagster.maintenance import build_maintenance_definitions
 from dagster_paimon.dagster.resources import PaimonWarehouse
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.storage.s3 import ENV as S3_ENV
@@ -102,7 +103,7 @@ def test_ingest_sensor_compaction_and_maintenance(spark, example_warehouse):
         )
         assert result.success
     trigger = CompactionOptions.from_table_options(ORDERS.options).num_sorted_run_compaction_trigger
-    assert read_levels(table).health().aggregate()["max_sorted_runs"] <= trigger
+    assert health_of(read_levels(table)).aggregate()["max_sorted_runs"] <= trigger
     again = sensor(build_sensor_context(instance=instance, resources=resources, cursor=tick.cursor))
     assert again.run_requests == []
 

@@ -9,6 +9,7 @@ from dagster_paimon.dagster.maintenance import build_maintenance_definitions
 from dagster_paimon.dagster.resources import PaimonWarehouse
 from dagster_paimon.dagster.specs import PaimonTableSpec
 from dagster_paimon.errors import InvalidArgumentError, InvalidOptionError
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.snapshot.entries import live_entries
 from tests.conftest import write_with_pypaimon
@@ -115,7 +116,7 @@ def test_every_maintenance_job_runs_and_records_metrics(warehouse):
     assert metrics["maintain"]["paimon/steps_run"] == 2
     assert metrics["maintain"]["paimon/steps_skipped"] == 3
     assert metrics["maintain"]["paimon/snapshot_expiry_expired"] == 0
-    assert read_levels(table).health().aggregate()["max_sorted_runs"] == 1
+    assert health_of(read_levels(table)).aggregate()["max_sorted_runs"] == 1
     latest = table.snapshot_manager().get_latest_snapshot().id
     earliest = min(s.id for s in table.snapshot_manager().list_snapshots())
     assert latest - earliest + 1 <= 3

@@ -14,6 +14,7 @@ from pypaimon.schema.schema_change import SchemaChange
 
 from dagster_paimon.commit.users import is_ours
 from dagster_paimon.dagster.checks import evaluate_health
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.compactors import RECENT_SNAPSHOTS, conflicting_compactors
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.paimon_table import PaimonTable
@@ -102,7 +103,7 @@ def test_a_java_writer_compacting_beside_us_fails_and_is_reported_with_the_fix(
 
     table = PaimonTable.open(warehouse, "db.t").paimon
     levels = read_levels(table)
-    health = levels.health(conflicting_compactors(table, levels.snapshot_id))
+    health = health_of(levels, conflicting_compactors(table, levels.snapshot_id))
     check = evaluate_health(health, trigger=100, stop=200, max_amp=1_000_000)
     assert not check.passed and check.severity == AssetCheckSeverity.WARN
     assert restarted_user in (check.description or "")

@@ -13,7 +13,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 
 from dagster_paimon.format.manifest import fill_defaults
 from dagster_paimon.io.index import DELETION_VECTORS
-from dagster_paimon.kinds import compact_open_table
+from dagster_paimon.kinds import compact_open_table, health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, open_table
 from tests.lsm.kvmodel import read_rows
@@ -115,13 +115,13 @@ def test_java_written_tables_compact_and_java_writes_on(request, warehouse, vers
     table = open_table(warehouse, "db.t")
     dv = "deletion-vectors.enabled" in options
 
-    before = read_levels(table).health().aggregate()
+    before = health_of(read_levels(table)).aggregate()
     assert before["buckets"] == 4
     if "write-only" in options:
         assert before["max_sorted_runs"] == len(steps)
     result = compact_open_table(table, TableRef.of(warehouse, "db.t"), full=True)
     assert result.snapshot_id is not None
-    assert read_levels(open_table(warehouse, "db.t")).health().aggregate()["max_sorted_runs"] == 1
+    assert health_of(read_levels(open_table(warehouse, "db.t"))).aggregate()["max_sorted_runs"] == 1
     if dv:  # no vector left: Java's empty list, not null
         assert dv_ranges(warehouse) and all(ranges == [] for ranges in dv_ranges(warehouse))
     assert java_read(java, warehouse) == model.rows

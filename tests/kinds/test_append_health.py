@@ -11,10 +11,8 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from dagster_paimon import PaimonTable
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.kinds import PRIMARY_KEY_KIND, health_of, kind_of
-from dagster_paimon.kinds.append_health import AppendTableHealth
+from dagster_paimon.kinds import PRIMARY_KEY_KIND, TableHealth, health_of, kind_of
 from dagster_paimon.lsm.model.append_options import AppendOptions
-from dagster_paimon.lsm.model.health import TableHealth
 from dagster_paimon.lsm.model.levels import read_levels
 from tests.conftest import write_with_pypaimon
 from tests.maintenance.appends import (
@@ -73,7 +71,7 @@ def test_append_health_counts_files_small_files_and_deleted_rows(warehouse, layo
     delete_positions(table, {names[0]: [0, 1], names[1]: [0]})  # files of 500+ rows
     deleted = {names[0]: 2, names[1]: 1}
     health = PaimonTable.open(warehouse, "db.events").health()
-    assert isinstance(health, AppendTableHealth)
+    assert isinstance(health, TableHealth) and health.kind == "append"
     assert health.kind == "append" and health.small_file_bytes == 2048
     got = {
         (tuple(b.partition.values()), b.bucket): {
@@ -107,7 +105,7 @@ def test_append_health_counts_files_small_files_and_deleted_rows(warehouse, layo
 def test_a_partition_filter_and_an_empty_append_table(warehouse):
     table = append_table(warehouse, "unaware")
     empty = health_of(read_levels(table))
-    assert isinstance(empty, AppendTableHealth)
+    assert isinstance(empty, TableHealth) and empty.kind == "append"
     assert (empty.snapshot_id, empty.buckets, empty.totals.max_small_files) == (None, [], 0)
     append_commits(table, 3)
     day = PaimonTable.open(warehouse, "db.events").health(partition={"dt": "2024-01-02"})

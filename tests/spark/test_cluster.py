@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from pypaimon.table.file_store_table import FileStoreTable
 
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.options import DYNAMIC_BUCKET
 from dagster_paimon.table import create_table
@@ -38,7 +39,7 @@ class Scenario:
         assert len(compacted["units"]) > 1
         for snapshot_id in ids:
             assert sorted_rows(read_rows(self.table, snapshot_id), ORDER_KEY) == self.expected
-        assert read_levels(self.table).health().to_dict()["totals"]["max_sorted_runs"] == 1
+        assert health_of(read_levels(self.table)).to_dict()["totals"]["max_sorted_runs"] == 1
 
 
 def scenario(

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from dagster_paimon.commit.producers import CompactProducer
-from dagster_paimon.kinds import compact_open_table, plan_compaction
+from dagster_paimon.kinds import compact_open_table, health_of, plan_compaction
 from dagster_paimon.lsm.compaction.executor import LocalExecutor
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.paimon_table import PaimonTable
@@ -31,8 +31,8 @@ SPARK_CDC = "dt string, id bigint, name string, amount double, op string"
 def layout(table) -> list[tuple]:
     """Per bucket: files per level, the shape a compaction leaves behind."""
     return [
-        (tuple(b.partition.spec.items()), b.bucket, tuple(sorted(b.health().levels.items())))
-        for b in read_levels(table).buckets
+        (tuple(b.partition.items()), b.bucket, tuple(sorted((b.levels or {}).items())))
+        for b in health_of(read_levels(table)).buckets
     ]
 
 
@@ -75,7 +75,7 @@ def test_spark_executors_maintain_vectors_and_changelog_as_in_process(spark, tmp
         result = compact_open_table(table, TableRef(warehouse, "db.cdc"), executor=executor)
         snapshot = table.snapshot_manager().get_latest_snapshot()
         assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)
-        health = read_levels(table).health().aggregate()
+        health = health_of(read_levels(table)).aggregate()
         results[name] = (
             layout(table),
             health["deleted_rows"],

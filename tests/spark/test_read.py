@@ -7,6 +7,7 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.snapshot.entries import live_entries
 from dagster_paimon.spark.read import plan_splits
@@ -108,7 +109,7 @@ def test_deletion_vector_tables_read_through_their_vectors(spark, warehouse):
     assert sorted_rows(spark_rows(df), KEY) == invisible_level0
 
     compact(table, warehouse)
-    health = read_levels(table).health().aggregate()
+    health = health_of(read_levels(table)).aggregate()
     assert health["deleted_rows"] > 0 and health["level0_files"] == 0
     df = spark.read.format("paimon").option("warehouse", warehouse).load("db.cdc")
     assert sorted_rows(spark_rows(df), KEY) == sorted_rows(model.values(), KEY)

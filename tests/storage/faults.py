@@ -24,8 +24,7 @@ from pypaimon import CatalogFactory
 from pypaimon.snapshot.snapshot import Snapshot
 
 from dagster_paimon.ingest.arrow import ingest_arrow
-from dagster_paimon.kinds import compact_open_table
-from dagster_paimon.lsm.compaction import plan_append_tasks
+from dagster_paimon.kinds import compact_open_table, kind_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.maintenance.options import RetentionOverrides
 from dagster_paimon.table import TableRef, TableSpec, create_table, open_table
@@ -274,7 +273,7 @@ def template_bucket(server: S3Server, template: Template) -> str:
     if template.key is None:
         levels = read_levels(created)
         for full in (False, True):
-            assert plan_append_tasks(levels, levels.schema.options, full=full), template.spec
+            assert kind_of(levels.schema).plan(levels, full=full).tasks, template.spec
     return bucket
 
 

@@ -4,7 +4,7 @@ What adapters (CLI, Dagster, Spark) and PaimonTable use is exported here; the en
 never imports it. A whole table is compacted through its kind (dagster_paimon.kinds).
 """
 
-from dagster_paimon.lsm.compaction.append_plan import AppendTask, plan_append_tasks
+from dagster_paimon.lsm.compaction.append_plan import AppendTask
 from dagster_paimon.lsm.compaction.compact import (
     CompactionPlan,
     CompactionResult,
@@ -40,7 +40,6 @@ __all__ = [
     "Work",
     "execute_compaction",
     "execute_rescale",
-    "plan_append_tasks",
     "plan_rescale",
     "rescale_open_table",
 ]

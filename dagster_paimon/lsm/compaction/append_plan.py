@@ -39,13 +39,9 @@ from dagster_paimon.format.manifest import DataFileMeta
 from dagster_paimon.io.index import VectorIndex
 from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels
-from dagster_paimon.options import (
-    bucket,
-)
 from dagster_paimon.partition import Partition
 
 FULL_COMPACT_MIN_FILE = 3
-UNAWARE_BUCKET = -1
 
 
 @dataclass(frozen=True)
@@ -248,11 +244,10 @@ def _unaware_tasks(levels: TableLevels, options: AppendOptions) -> list[AppendTa
 
 
 def plan_append_tasks(
-    levels: TableLevels, table_options: Mapping[str, str], *, full: bool = False
+    levels: TableLevels, options: AppendOptions, *, full: bool = False
 ) -> tuple[AppendTask, ...]:
     """Every task Paimon would run on the append table `levels` reads (unaware: full or not,
     the coordinator packs small files alike)."""
-    options = AppendOptions.from_table_options(table_options)
-    if bucket(table_options) == UNAWARE_BUCKET:
+    if options.unaware:
         return tuple(_unaware_tasks(levels, options))
     return tuple(t for b in levels.buckets if (t := _bucketed_task(b, options, full)))

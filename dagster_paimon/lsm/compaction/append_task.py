@@ -17,9 +17,10 @@ from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.read import READ_BUFFER_ROWS, coalesced, read_files
 from dagster_paimon.io.vectors import positions_of
 from dagster_paimon.io.write import COMPACT_FILE_SOURCE, RollingWriter, write_all
-from dagster_paimon.lsm.compaction.append_plan import UNAWARE_BUCKET, AppendTask
+from dagster_paimon.lsm.compaction.append_plan import AppendTask
 from dagster_paimon.lsm.compaction.executor import Work, discard_results
 from dagster_paimon.lsm.compaction.task import CompactResult
+from dagster_paimon.lsm.model.append_options import UNAWARE_BUCKET
 from dagster_paimon.options import bucket
 
 log = logging.getLogger(__name__)

@@ -35,6 +35,7 @@ from dagster_paimon.lsm.compaction.strategy import (
     trigger_compaction,
 )
 from dagster_paimon.lsm.compaction.task import CompactResult
+from dagster_paimon.lsm.model.append_options import AppendOptions
 from dagster_paimon.lsm.model.levels import BucketLevels, TableLevels
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.record_expiry import RecordLevelExpire
@@ -362,16 +363,18 @@ def plan_lsm_compaction(levels: TableLevels, *, full: bool = False) -> Compactio
     return CompactionPlan(levels.table, levels.snapshot_id, tasks, moves, plan_moved)
 
 
-def plan_append_compaction(levels: TableLevels, *, full: bool = False) -> CompactionPlan:
-    """Plan a compaction of an append table's buckets in `levels`: the files Paimon's append
-    compaction would rewrite now, or all of them (full).
+def plan_append_compaction(
+    levels: TableLevels, options: AppendOptions, *, full: bool = False
+) -> CompactionPlan:
+    """Plan a compaction of an append table's buckets in `levels` with its `options`: the files
+    Paimon's append compaction would rewrite now, or all of them (full).
 
     Raises InvalidOptionError (a malformed table option), UnsupportedLayoutError (a Paimon mode
     we do not compact).
     """
     assert levels.schema is not None, "an append table has a schema"
     check_supported_layout(levels.schema, operation=COMPACTION)
-    appends = plan_append_tasks(levels, levels.schema.options, full=full)
+    appends = plan_append_tasks(levels, options, full=full)
     log.info(
         "planned %d append compaction tasks over %d buckets of %s at snapshot %s",
         len(appends),

@@ -16,6 +16,7 @@ from dagster_paimon.options import (
     SPLIT_OPEN_FILE_COST,
     TARGET_FILE_SIZE,
     at_least,
+    bucket,
     flag,
     memory_bytes,
     ratio,
@@ -26,6 +27,7 @@ from dagster_paimon.options import (
 APPEND_TARGET_FILE_SIZE = 256 * 1024 * 1024
 DEFAULT_SMALL_FILE_RATIO = 0.7
 OPEN_FILE_COST = 4 * 1024 * 1024
+UNAWARE_BUCKET = -1
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class AppendOptions:
     force_rewrite_all_files: bool = False
     deletion_vectors: bool = False
     delete_ratio_threshold: float = 0.2
+    unaware: bool = False
 
     @classmethod
     def from_table_options(cls, options: Mapping[str, str]) -> AppendOptions:
@@ -57,6 +60,7 @@ class AppendOptions:
             force_rewrite_all_files=flag(options, FORCE_REWRITE_ALL_FILES),
             deletion_vectors=flag(options, DELETION_VECTORS),
             delete_ratio_threshold=read_option(options, DELETE_RATIO_THRESHOLD, ratio, 0.2),
+            unaware=bucket(options) == UNAWARE_BUCKET,
         )
 
     @property

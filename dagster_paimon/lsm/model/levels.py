@@ -11,8 +11,6 @@ from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.index import VectorIndex, counted_rows, deleted_rows, deletion_indexes
-from dagster_paimon.lsm.model.compactors import ConflictingCompactors
-from dagster_paimon.lsm.model.health import BucketHealth, TableHealth
 from dagster_paimon.lsm.model.options import CompactionOptions
 from dagster_paimon.lsm.model.runs import LevelSortedRun, SortedRun
 from dagster_paimon.partition import Partition
@@ -93,12 +91,6 @@ class BucketLevels:
         the vectors themselves, else the index metadata's counts)."""
         return dict(self.deleted) if self.deleted is not None else deleted_rows(self.dv_index)
 
-    def health(self) -> BucketHealth:
-        """This tree's metrics."""
-        return BucketHealth.of(
-            self.partition.spec, self.bucket, self.levels.level_sorted_runs(), self.deleted_rows()
-        )
-
 
 @dataclass(frozen=True)
 class TableLevels:
@@ -115,13 +107,6 @@ class TableLevels:
     def schema(self) -> TableSchema | None:
         """The table's current schema."""
         return self.schemas[max(self.schemas)] if self.schemas else None
-
-    def health(self, compactors: ConflictingCompactors | None = None) -> TableHealth:
-        """Per-tree LSM metrics and their table-level summary, with the writers found compacting
-        the table beside us (a primary-key table's health; kinds/ picks the report of a
-        table's kind)."""
-        buckets = [b.health() for b in self.buckets]
-        return TableHealth(self.table, self.snapshot_id, buckets, compactors)
 
 
 def check_partition_keys(table: FileStoreTable, spec: Mapping[str, str]) -> None:

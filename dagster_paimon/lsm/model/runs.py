@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from dagster_paimon.format.manifest import DataFileMeta
 from dagster_paimon.format.runs import SortedRun
 
-__all__ = ["CompactUnit", "LevelSortedRun", "SortedRun", "run_size"]
+__all__ = ["CompactUnit", "LevelSortedRun", "SortedRun", "run_size", "size_amplification_percent"]
 
 
 def run_size(run: SortedRun) -> int:
@@ -25,6 +25,16 @@ class LevelSortedRun:
     def total_size(self) -> int:
         """Bytes of the run, mirroring Java's LevelSortedRun.run().totalSize()."""
         return run_size(self.run)
+
+
+def size_amplification_percent(runs: list[LevelSortedRun]) -> float:
+    """100 x bytes of all runs but the last / bytes of the last run; 0 below two runs."""
+    if len(runs) < 2:
+        return 0.0
+    last = runs[-1].total_size()
+    if last == 0:
+        return 0.0
+    return 100.0 * sum(r.total_size() for r in runs[:-1]) / last
 
 
 @dataclass(frozen=True)

@@ -319,16 +319,6 @@ def total_buckets(schema: TableSchema) -> int:
     return fixed_bucket_count(schema)
 
 
-def is_unaware(schema: TableSchema) -> bool:
-    """Whether the table is an append table without buckets (bucket -1, no primary key)."""
-    return not schema.primary_keys and bucket(schema.options) == UNAWARE_BUCKET
-
-
-def is_dynamic(schema: TableSchema) -> bool:
-    """Whether the table is a primary-key table in dynamic bucket mode (bucket -1)."""
-    return bool(schema.primary_keys) and bucket(schema.options) == DYNAMIC_BUCKET
-
-
 def assign_buckets(
     schema: TableSchema, data: pa.Table | pa.RecordBatch, num_buckets: int | None = None
 ) -> np.ndarray:

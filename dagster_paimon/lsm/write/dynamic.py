@@ -27,7 +27,7 @@ from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.hashes import read_hashes
 from dagster_paimon.io.index import HASH_INDEX, bucket_indexes
 from dagster_paimon.io.kv import trimmed_primary_keys
-from dagster_paimon.lsm.write.bucket import binary_row_hashes, is_dynamic
+from dagster_paimon.lsm.write.bucket import binary_row_hashes
 from dagster_paimon.options import (
     BUCKET,
     DYNAMIC_BUCKET_ASSIGNER_PARALLELISM,
@@ -39,6 +39,7 @@ from dagster_paimon.options import (
 )
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.resolve import resolve_snapshot
+from dagster_paimon.table import is_dynamic
 
 DEFAULT_TARGET_ROWS = 2_000_000
 MAX_BUCKET_IDS = 32768  # Java's Short.MAX_VALUE + 1

@@ -11,7 +11,7 @@ from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.formats import check_writable_format
 from dagster_paimon.io.kv import value_schema
-from dagster_paimon.lsm.write.bucket import is_dynamic, total_buckets
+from dagster_paimon.lsm.write.bucket import total_buckets
 from dagster_paimon.lsm.write.cast import cast_column
 from dagster_paimon.lsm.write.dynamic import check_dynamic_writable
 from dagster_paimon.options import (
@@ -20,6 +20,7 @@ from dagster_paimon.options import (
     ROWKIND_FIELD,
     changelog_producer,
 )
+from dagster_paimon.table import is_dynamic
 from dagster_paimon.unsupported import INGEST, OVERWRITE, check_supported_layout
 
 ROW_KIND_COLUMN = "_row_kind"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dagster_paimon.errors import InvalidOptionError
-from dagster_paimon.kinds import plan_compaction
+from dagster_paimon.kinds import health_of, plan_compaction
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import create_table
 from tests.conftest import orders_batch, orders_spec, write_with_pypaimon
@@ -34,7 +34,7 @@ def test_full_compaction_rewrites_every_bucket_into_the_max_level(warehouse):
         assert task.drop_delete
         assert len(task.rewritten_files) == 4
         assert task.upgrades == ()
-    total = read_levels(table).health().aggregate()["total_bytes"]
+    total = health_of(read_levels(table)).aggregate()["total_bytes"]
     assert sum(t.rewritten_bytes for t in plan.tasks) == total
 
 

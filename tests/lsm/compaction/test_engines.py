@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pytest
 
-from dagster_paimon.kinds import compact_open_table
+from dagster_paimon.kinds import compact_open_table, health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableRef, TableSpec, create_table
 from tests.conftest import write_with_pypaimon
@@ -130,7 +130,7 @@ def test_engine_reads_the_same_before_and_after_minor_and_full_compaction(wareho
 
     minor = compact_open_table(table, ref)
     assert minor.snapshot_id is not None
-    health = read_levels(table).health().aggregate()
+    health = health_of(read_levels(table)).aggregate()
     assert health["max_sorted_runs"] <= 3
     if engine == "first-row":
         assert health["level0_files"] == 0

@@ -21,6 +21,7 @@ from pyroaring import BitMap64
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.index import deleted_rows, deletion_indexes, read_vectors
 from dagster_paimon.io.paths import data_file_path
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.partition import Partition
 from dagster_paimon.spark.read import plan_splits, read_split
@@ -246,7 +247,7 @@ def test_minor_then_full_compactions_read_back_as_the_model(warehouse, paimon_ja
         result = compact(warehouse, full=round_ == 0)
         table = open_table(warehouse, "db.t")
         check_reads(table, engine, options, model)
-        marked += sum(b.health().deleted_rows for b in read_levels(table).buckets)
+        marked += health_of(read_levels(table)).totals.deleted_rows
         indexes = result.metrics()["deletion_vector_indexes_written"]
         manifest = table.snapshot_manager().get_latest_snapshot().index_manifest
         assert (indexes > 0) == (manifest != index_manifest)
@@ -268,7 +269,7 @@ def test_minor_then_full_compactions_read_back_as_the_model(warehouse, paimon_ja
     table = open_table(warehouse, "db.t")
     check_reads(table, engine, options, model)
     after = read_levels(table)
-    assert sum(b.health().deleted_rows for b in after.buckets) == 0
+    assert health_of(after).totals.deleted_rows == 0
     assert all(len(b.levels.level_sorted_runs()) == 1 for b in after.buckets)
 
 
@@ -385,7 +386,7 @@ def test_a_bucket_whose_vectors_lie_in_several_index_files_compacts_to_one(wareh
     table = open_table(warehouse, "db.t")
     index = deletion_indexes(table, table.snapshot_manager().get_latest_snapshot())[key]
     assert len(index.files) == 2
-    counted = sum(b.health().deleted_rows for b in read_levels(table).buckets)
+    counted = health_of(read_levels(table)).totals.deleted_rows
     assert counted == sum(
         n for i in deletion_indexes(table, latest(table)).values() for n in deleted_rows(i).values()
     )
@@ -405,5 +406,5 @@ def test_a_bucket_whose_vectors_lie_in_several_index_files_compacts_to_one(wareh
 
     compact(warehouse, full=True)
     table = open_table(warehouse, "db.t")
-    assert sum(b.health().deleted_rows for b in read_levels(table).buckets) == 0
+    assert health_of(read_levels(table)).totals.deleted_rows == 0
     check_reads(table, "deduplicate", {}, model)

@@ -15,7 +15,7 @@ from pypaimon_rust.datafusion import SQLContext
 
 from dagster_paimon.errors import InvalidOptionError
 from dagster_paimon.io.read import read_file
-from dagster_paimon.kinds import kind_of
+from dagster_paimon.kinds import health_of, kind_of
 from dagster_paimon.lsm.compaction.postpone import replay_order, writer_prefix
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.lsm.write.bucket import binary_row_hashes, buckets_of
@@ -100,7 +100,7 @@ def test_compaction_moves_parked_rows_into_real_buckets(warehouse):
     for commit in range(3):
         model.write(warehouse, batch(range(commit * 4, commit * 4 + 10), f"c{commit}"))
     assert pypaimon_rows(warehouse) == {}, "parked rows are invisible before compaction"
-    health = read_levels(open_table(warehouse, "db.t")).health()
+    health = health_of(read_levels(open_table(warehouse, "db.t")))
     assert health.aggregate()["postponed_files"] == 6
     assert health.aggregate()["postponed_rows"] == 30
     levels = read_levels(open_table(warehouse, "db.t"))
@@ -118,7 +118,7 @@ def test_compaction_moves_parked_rows_into_real_buckets(warehouse):
     assert rust_rows(warehouse) == model.rows
     # one bucket each: no real bucket yet, 1 gb per bucket by default
     assert set(buckets_by_key(warehouse).values()) == {(0, 1)}
-    assert read_levels(table).health().aggregate()["postponed_files"] == 0
+    assert health_of(read_levels(table)).aggregate()["postponed_files"] == 0
     levels = read_levels(table)
     assert kind_of(levels.schema).partitions_to_compact(levels) == set()
     written = {f for f in data_files_on_disk(table) if not f.endswith(".avro")}

@@ -11,6 +11,7 @@ import pytest
 
 from dagster_paimon.io.kv import kv_schema
 from dagster_paimon.io.paths import data_file_path
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.partition import Partition
 from dagster_paimon.snapshot.entries import live_entries
@@ -114,4 +115,4 @@ def test_a_failure_mid_rewrite_leaves_the_table_and_directory_as_they_were(wareh
     assert {n for _, _, ns in os.walk(table.table_path) for n in ns} == before_files
     assert table.snapshot_manager().get_latest_snapshot().id == 6
     assert sorted_rows(read_rows(table), KEY) == sorted_rows(model.values(), KEY)
-    assert read_levels(table).health().aggregate()["level0_files"] > 0
+    assert health_of(read_levels(table)).aggregate()["level0_files"] > 0

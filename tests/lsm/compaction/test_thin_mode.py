@@ -17,6 +17,7 @@ from pypaimon_rust.datafusion import SQLContext
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.io.kv import KEY_PREFIX
 from dagster_paimon.io.paths import data_file_path
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.levels import read_levels
 from dagster_paimon.table import TableSpec, create_table, open_table
 from tests.conftest import write_with_pypaimon
@@ -111,7 +112,7 @@ def test_thin_mode_tables_get_thin_files_and_mixed_buckets_compact(warehouse, pa
     compact(warehouse)  # classic and thin level 0 over a thin top level
     assert pypaimon_rows(warehouse) == model
     if options:
-        health = read_levels(open_table(warehouse, "db.t")).health().aggregate()
+        health = health_of(read_levels(open_table(warehouse, "db.t"))).aggregate()
         assert health["deleted_rows"] > 0  # lookups found keys in the thin file
     compact(warehouse, full=True)
     levels = file_columns(warehouse)

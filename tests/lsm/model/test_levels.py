@@ -8,8 +8,9 @@ from collections import defaultdict
 import pytest
 
 from dagster_paimon.errors import CorruptMetadataError, InvalidArgumentError, SnapshotNotFoundError
-from dagster_paimon.lsm.model.health import size_amplification_percent
+from dagster_paimon.kinds import health_of
 from dagster_paimon.lsm.model.levels import Levels, read_levels
+from dagster_paimon.lsm.model.runs import size_amplification_percent
 from tests.conftest import orders_batch, write_with_pypaimon
 from tests.lsm.files import data_file
 
@@ -115,7 +116,7 @@ def expected_health(table):
 
 
 def test_health_of_a_pypaimon_written_table_matches_an_independent_count(orders_table):
-    health = read_levels(orders_table).health()
+    health = health_of(read_levels(orders_table))
     expected = expected_health(orders_table)
     assert health.snapshot_id == 4
     assert len(health.buckets) == 4
@@ -136,10 +137,10 @@ def test_health_of_a_pypaimon_written_table_matches_an_independent_count(orders_
 
 
 def test_health_at_an_older_snapshot_and_partition_filter(orders_table):
-    old = read_levels(orders_table, snapshot_id=2).health()
+    old = health_of(read_levels(orders_table, snapshot_id=2))
     assert old.snapshot_id == 2
     assert {b.sorted_runs for b in old.buckets} == {2}
-    one_day = read_levels(orders_table, partition={"dt": "2024-01-02"}).health()
+    one_day = health_of(read_levels(orders_table, partition={"dt": "2024-01-02"}))
     assert {b.partition["dt"] for b in one_day.buckets} == {"2024-01-02"}
     assert len(one_day.buckets) == 2
     assert read_levels(orders_table, partition={"dt": "1999-01-01"}).buckets == []
@@ -158,7 +159,7 @@ def test_empty_table_has_no_snapshot_and_no_buckets(warehouse):
 
     levels = read_levels(create_table(warehouse, orders_spec()))
     assert levels.snapshot_id is None
-    assert levels.health().to_dict()["totals"]["max_sorted_runs"] == 0
+    assert health_of(levels).to_dict()["totals"]["max_sorted_runs"] == 0
 
 
 def test_num_levels_comes_from_table_options(warehouse):
