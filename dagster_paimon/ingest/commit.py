@@ -10,6 +10,7 @@ from dagster_paimon.commit.producer import CommitOutcome
 from dagster_paimon.commit.producers import AppendProducer, OverwriteProducer
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.ingest.resequence import resequenced
+from dagster_paimon.io.kv import values_only
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.lsm.write.bucket import total_buckets
 from dagster_paimon.lsm.write.level0 import BucketWrite
@@ -39,7 +40,7 @@ def ingest_producer(
         return OverwriteProducer(
             table, changes, partitions=overwrite, commit_user=commit_user, identifier=identifier
         )
-    if not table.table_schema.primary_keys:
+    if values_only(table.table_schema):
         return AppendProducer(table, changes, commit_user=commit_user, identifier=identifier)
     first: dict[tuple[Partition, int], int] = {}
     for w in writes:

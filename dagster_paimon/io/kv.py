@@ -22,6 +22,12 @@ INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 RETRACT_KINDS = (UPDATE_BEFORE, DELETE)
 
 
+def values_only(schema: TableSchema) -> bool:
+    """Whether the table's data files hold its columns alone (an append table's, Java's
+    AppendOnlyWriter) rather than the KV layout: the one place writers and readers ask."""
+    return not schema.primary_keys
+
+
 def trimmed_primary_keys(schema: TableSchema) -> list[str]:
     """Primary keys minus partition keys: what a bucket's files are keyed by."""
     return [k for k in schema.primary_keys if k not in schema.partition_keys]

@@ -28,6 +28,7 @@ from dagster_paimon.io.kv import (
     key_columns,
     kv_schema,
     value_schema,
+    values_only,
 )
 from dagster_paimon.io.paths import file_extension
 from dagster_paimon.io.stats import FileStats, StatsLayout
@@ -159,7 +160,7 @@ class RollingWriter:
         first_sequence: int | None = None,
     ):
         schema = table.table_schema
-        self.append = not schema.primary_keys
+        self.append = values_only(schema)
         self.next_sequence = first_sequence
         check_writable_format(schema)
         self.format = write_format(schema.options, level, changelog=changelog)

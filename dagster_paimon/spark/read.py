@@ -17,7 +17,7 @@ from pyspark.sql.datasource import InputPartition
 from dagster_paimon.format.manifest import DataFileMeta
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.index import BucketVectors, VectorIndex
-from dagster_paimon.io.kv import key_columns, value_schema
+from dagster_paimon.io.kv import key_columns, value_schema, values_only
 from dagster_paimon.io.read import read_file, read_run, run_batch_rows
 from dagster_paimon.io.vectors import positions_of
 from dagster_paimon.lsm.merge.kway import MergeEngine, merge_sorted_runs
@@ -105,7 +105,7 @@ def read_split(
     table's files (all at level 0) read one after another, as Java's raw reads do."""
     options = CompactionOptions.from_table_options(table.table_schema.options)
     runs = Levels(split.files, options.num_levels).level_sorted_runs()
-    append = not table.table_schema.primary_keys
+    append = values_only(table.table_schema)
     if options.skips_level0_on_read and not append:  # batchScanSkipLevel0: key-value tables
         runs = [r for r in runs if r.level > 0]
     if not runs:

@@ -31,6 +31,7 @@ from dagster_paimon.io.kv import (
     key_columns,
     kv_schema,
     trimmed_primary_keys,
+    values_only,
 )
 from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.io.write import APPEND_FILE_SOURCE, RollingWriter, write_all
@@ -163,7 +164,7 @@ class Level0Writer:
         self.table = table
         self.layout = layout
         self.num_buckets = num_buckets or total_buckets(schema)
-        self.append = not schema.primary_keys
+        self.append = values_only(schema)
         self.unaware = self.append and self.num_buckets == UNAWARE_BUCKET
         self.dynamic = self.num_buckets == DYNAMIC_BUCKET and not self.append
         if self.dynamic:
