@@ -69,6 +69,7 @@ _EXPORTS = {
     "TableHealth": "dagster_paimon.kinds.health",
     "HealthTotals": "dagster_paimon.kinds.health",
     "BucketHealth": "dagster_paimon.kinds.health",
+    "PartitionsToCompact": "dagster_paimon.kinds",
     "TableLevels": "dagster_paimon.lsm.model.levels",
     # the warehouse as a whole
     "discover_tables": "dagster_paimon.discovery",

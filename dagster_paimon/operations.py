@@ -138,6 +138,27 @@ OPERATIONS: tuple[Operation, ...] = (
         changes_table=False,
     ),
     Operation(
+        "partitions-to-compact",
+        "the partitions that need compaction now, by the table's triggers",
+        (
+            Param(
+                "trigger",
+                "count",
+                "sorted runs that make a bucket due (default: num-sorted-run.compaction-trigger)",
+                metavar="N",
+            ),
+            Param(
+                "max_amp",
+                "count",
+                "size amplification, in percent, that makes a bucket due (default: "
+                "compaction.max-size-amplification-percent)",
+                metavar="PERCENT",
+            ),
+        ),
+        "PartitionsToCompact",
+        changes_table=False,
+    ),
+    Operation(
         "compact",
         "universal (or full) compaction of buckets",
         (

@@ -20,7 +20,15 @@ from dagster_paimon.format.schema import PyarrowFieldParser
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.ingest.arrow import MODES, ingest_arrow
 from dagster_paimon.ingest.result import IngestResult
-from dagster_paimon.kinds import TableHealth, compact_open_table, table_health
+from dagster_paimon.kinds import (
+    Assessment,
+    PartitionsToCompact,
+    TableHealth,
+    compact_open_table,
+    table_assessment,
+    table_health,
+    table_partitions_to_compact,
+)
 from dagster_paimon.lsm.compaction import (
     CompactionResult,
     LocalExecutor,
@@ -203,6 +211,26 @@ class PaimonTable:
         """
         table = self.paimon
         return table_health(table, _partition(table, partition))
+
+    def assess(self) -> Assessment:
+        """The latest health judged against the table's own limits, as the Dagster check judges
+        it: `problems` (past the stop trigger, the size-amplification limit), `warnings` (past
+        the compaction trigger, another writer compacting), `healthy` when neither.
+
+        Raises InvalidOptionError.
+        """
+        return table_assessment(self.paimon)
+
+    def partitions_to_compact(
+        self, *, trigger: int | None = None, max_amp: int | None = None
+    ) -> PartitionsToCompact:
+        """The partitions that need compaction now by the table's triggers (the Dagster
+        sensors' rule), each {column: value} (`{}` for an unpartitioned table that needs it);
+        `trigger` and `max_amp` override the sorted-run trigger and size-amplification limit.
+
+        Raises InvalidOptionError.
+        """
+        return table_partitions_to_compact(self.paimon, trigger=trigger, max_amp=max_amp)
 
     def compact(
         self,

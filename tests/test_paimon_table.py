@@ -48,6 +48,7 @@ from dagster_paimon import (
     WarehouseUnreachableError,
 )
 from dagster_paimon import errors as errors
+from dagster_paimon.cli import main
 from dagster_paimon.lsm.compaction import LocalExecutor
 from dagster_paimon.results import DETAIL, METRIC, Reported
 from dagster_paimon.table import open_catalog
@@ -247,6 +248,23 @@ def test_expire_changelogs_of_a_decoupled_lifecycle(warehouse):
     assert result.target == "changelogs" and result.expired_ids == (1, 2)
     assert changelog_ids(table.paimon) == [3] and snapshot_ids(table.paimon) == [4, 5]
     assert model.read() == model.expected()
+
+
+def test_the_partitions_due_and_the_assessment_follow_the_triggers(warehouse, capsys):
+    table = modelled(warehouse, 4, **{"num-sorted-run.compaction-trigger": "3"}).table
+    due = table.partitions_to_compact()
+    assert due.partitions == ({"dt": DAYS[0]}, {"dt": DAYS[1]}) and due.snapshot_id == 4
+    assert due.metrics() == {"partitions": 2}
+    assert table.partitions_to_compact(trigger=5, max_amp=1_000_000).partitions == ()
+    assert table.assess().problems == ("size amplification 305% exceeds 200%",)
+    table.compact(full=True, partition={"dt": DAYS[0]})
+    assert table.partitions_to_compact().partitions == ({"dt": DAYS[1]},)
+    code = main(["partitions-to-compact", "--warehouse", warehouse, "--table", "db.cdc"])
+    assert code == 0 and f"dt={DAYS[1]}" in capsys.readouterr().out
+    table.compact(full=True)
+    assert table.partitions_to_compact().partitions == () and not table.assess().findings()
+    main(["partitions-to-compact", "--warehouse", warehouse, "--table", "db.cdc", "--json"])
+    assert json.loads(capsys.readouterr().out)["partitions"] == []
 
 
 def test_compact_manifests_keeps_the_rows(warehouse):

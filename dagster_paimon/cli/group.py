@@ -37,6 +37,7 @@ def cli(**shared: Any) -> None:
 
 for _command in (
     health.health,
+    health.partitions_to_compact,
     compaction.compact,
     compaction.rescale,
     ingest.ingest,

@@ -25,6 +25,16 @@ def health(shared: Shared, **given: Any) -> None:
     shared.output.result(table.health(**given), table.option_findings())
 
 
+@operation_command(
+    "partitions-to-compact", "dagster-paimon partitions-to-compact --table db.orders --json"
+)
+def partitions_to_compact(shared: Shared, **given: Any) -> None:
+    """List the partitions that need compaction now, as the Dagster sensors judge them: a
+    bucket past the sorted-run trigger or the size-amplification limit (append tables: enough
+    small files); reads only."""
+    shared.output.result(shared.paimon_table().partitions_to_compact(**given))
+
+
 @operation_command("doctor", "dagster-paimon doctor --table db.orders --rollback-unreadable")
 def doctor(shared: Shared, **given: Any) -> None:
     """Check that every snapshot and tag of the table can be read. Exit 0 when it is healthy

@@ -28,9 +28,8 @@ from dagster_paimon.kinds import (
     kind_for_keys,
     kind_of,
 )
-from dagster_paimon.lsm.model.compactors import ConflictingCompactors, conflicting_compactors
-from dagster_paimon.lsm.model.levels import TableLevels, read_levels
-from dagster_paimon.unsupported import option_findings
+from dagster_paimon.lsm.model.compactors import ConflictingCompactors
+from dagster_paimon.lsm.model.levels import TableLevels
 
 NO_FINDINGS: Mapping[str, list[str]] = {}
 
@@ -129,11 +128,7 @@ def _build_check(spec: PaimonTableSpec, kind: TableKind) -> AssetChecksDefinitio
         required_resource_keys={spec.warehouse_key},
     )
     def health(context: AssetCheckExecutionContext) -> AssetCheckResult:
-        table = spec.warehouse(context.resources).open_table(spec.identifier)
-        levels = read_levels(table)
-        return check_result(
-            kind.assess(levels, conflicting_compactors(table, levels.snapshot_id)),
-            option_findings(table.table_schema),
-        )
+        table = spec.warehouse(context.resources).table(spec.identifier)
+        return check_result(table.assess(), table.option_findings())
 
     return health

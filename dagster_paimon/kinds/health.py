@@ -206,3 +206,30 @@ def shared_totals(buckets: Sequence[BucketHealth]) -> dict[str, int]:
         "rows": sum(b.rows for b in buckets),
         "deleted_rows": sum(b.deleted_rows for b in buckets),
     }
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionsToCompact(Reported):
+    """The partitions that need compaction now by the table's triggers: what the Dagster
+    sensors request, answerable from the library and the CLI too."""
+
+    table: str
+    snapshot_id: int | None
+    partitions: tuple[dict[str, str], ...]
+
+    FIELDS = {"table": DETAIL, "snapshot_id": DETAIL, "partitions": METRIC}
+
+    def summary(self) -> str:
+        """One line per partition due, or that none is."""
+        if not self.partitions:
+            return f"{self.table}: no partition needs compaction (snapshot {self.snapshot_id})"
+        named = [
+            ",".join(f"{k}={v}" for k, v in p.items()) or "(whole table)" for p in self.partitions
+        ]
+        return "\n".join(
+            [
+                f"{self.table}: {len(named)} partition(s) need compaction (snapshot "
+                f"{self.snapshot_id})",
+                *(f"  {n}" for n in named),
+            ]
+        )

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dagster_paimon.format.schema import TableSchema
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.kinds.append import APPEND_KIND
-from dagster_paimon.kinds.health import TableHealth
-from dagster_paimon.kinds.kind import TableKind
+from dagster_paimon.kinds.health import PartitionsToCompact, TableHealth
+from dagster_paimon.kinds.kind import Assessment, TableKind
 from dagster_paimon.kinds.primary_key import PRIMARY_KEY_KIND
 from dagster_paimon.lsm.model.compactors import ConflictingCompactors, conflicting_compactors
 from dagster_paimon.lsm.model.levels import TableLevels, read_levels
@@ -41,3 +41,24 @@ def table_health(table: FileStoreTable, partition: Mapping[str, str] | None = No
     """
     levels = read_levels(table, partition=partition)
     return health_of(levels, conflicting_compactors(table, levels.snapshot_id))
+
+
+def table_assessment(table: FileStoreTable) -> Assessment:
+    """The latest snapshot's health judged against the table's kind's own limits (what the
+    Dagster check reports), naming writers that compact the table beside us."""
+    levels = read_levels(table)
+    return kind_of(levels.schema).assess(levels, conflicting_compactors(table, levels.snapshot_id))
+
+
+def table_partitions_to_compact(
+    table: FileStoreTable, *, trigger: int | None = None, max_amp: int | None = None
+) -> PartitionsToCompact:
+    """The partitions that need compaction now by the kind's triggers (the sensors' rule),
+    each as {column: value}; ({},) for an unpartitioned table that needs it."""
+    levels = read_levels(table)
+    due = kind_of(levels.schema).partitions_to_compact(levels, trigger=trigger, max_amp=max_amp)
+    return PartitionsToCompact(
+        table=table.identifier.get_full_name(),
+        snapshot_id=levels.snapshot_id,
+        partitions=tuple(dict(p) for p in sorted(due)),
+    )
