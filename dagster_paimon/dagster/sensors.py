@@ -34,7 +34,7 @@ from dagster_paimon.errors import (
     WarehouseUnreachableError,
 )
 from dagster_paimon.kinds import health_of, kind_of
-from dagster_paimon.lsm.model.levels import TableLevels, read_levels
+from dagster_paimon.lsm.model.levels import TableLevels
 from dagster_paimon.lsm.model.watch import LevelsWatch
 from dagster_paimon.snapshot.resolve import read_snapshot
 from dagster_paimon.storage.files import TableFiles
@@ -160,7 +160,7 @@ def build_compaction_sensor(
     )
     def compaction_sensor(context: SensorEvaluationContext, **_resources):
         try:
-            levels = read_levels(spec.warehouse(context.resources).open_table(spec.identifier))
+            levels = spec.warehouse(context.resources).table(spec.identifier).levels()
         except (TableNotFoundError, DatabaseNotFoundError, WarehouseUnreachableError) as e:
             return SkipReason(f"{spec.identifier} is not there yet: {e}")
         except TransientStoreError as e:
