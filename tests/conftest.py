@@ -155,9 +155,3 @@ def latest_id(table) -> int | None:
     """The latest snapshot id, None for an empty table."""
     snapshot = table.snapshot_manager().get_latest_snapshot()
     return snapshot.id if snapshot else None
-
-
-def pytest_xdist_auto_num_workers(config) -> int:
-    """`-n auto` (pyproject's addopts): one worker per core, at most 4. Each worker holds its
-    own local[2] Spark session, S3 server and JVMs, so more would only contend for memory."""
-    return max(1, min(os.cpu_count() or 1, 4))
