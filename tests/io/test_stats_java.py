@@ -79,35 +79,50 @@ def output(warehouse: str) -> dict:
     }
 
 
-def both(java, root: Path, file_format: str, options: dict) -> tuple[dict, dict]:
-    """Java's compaction output and ours, for the same two commits of the same rows."""
-    spec = {
+def spec(file_format: str, options: dict) -> dict:
+    """The table both writers create: one bucket, keyed by (k, id)."""
+    return {
         "columns": COLUMNS,
         "primaryKeys": KEYS,
         "partitionKeys": [],
         "options": {"bucket": "1", "file.format": file_format, **options},
     }
+
+
+def both(java, root: Path, file_format: str, options: dict) -> tuple[dict, dict]:
+    """Java's compaction output and ours, for the same two commits of the same rows."""
     theirs, ours = str(root / "java"), str(root / "ours")
     for warehouse in (theirs, ours):
         shutil.rmtree(warehouse, ignore_errors=True)
-    java.write(theirs, "db", "t", [FIRST, SECOND, "compact"], spec=spec)
-    java.write(ours, "db", "t", [FIRST, SECOND], spec=spec)
+    java.write(theirs, "db", "t", [FIRST, SECOND, "compact"], spec=spec(file_format, options))
+    java.write(ours, "db", "t", [FIRST, SECOND], spec=spec(file_format, options))
     PaimonTable.open(ours, "db.t").compact(full=True)
     return output(theirs), output(ours)
 
 
 @pytest.fixture(scope="module")
 def compacted(paimon_java_1_0, tmp_path_factory):
-    """Both outputs per (format, mode), each pair written by Java 1.0 once for the module."""
+    """Both outputs per (format, mode), as `both` makes them with Java 1.0: every table of the
+    module written by one JVM (a job per table, each as `write` does it), then ours compacted."""
+    root = tmp_path_factory.mktemp("stats")
+    pairs = {
+        (f, m): (str(root / f"{f}-{m}" / "java"), str(root / f"{f}-{m}" / "ours"))
+        for f in FORMATS
+        for m in MODES
+    }
+    jobs = []
+    for (file_format, mode), (theirs, ours) in pairs.items():
+        table = {"database": "db", "table": "t", "mode": "stream"}
+        table["spec"] = spec(file_format, MODES[mode])
+        jobs.append({**table, "warehouse": theirs, "steps": [FIRST, SECOND, "compact"]})
+        jobs.append({**table, "warehouse": ours, "steps": [FIRST, SECOND]})
+    for job, lines in zip(jobs, paimon_java_1_0.start_writes(jobs)(), strict=True):
+        assert lines and "error" not in lines[-1], f"{job['warehouse']}: {lines}"
     cache: dict[tuple[str, str], tuple[dict, dict]] = {}
-
-    def get(file_format: str, mode: str) -> tuple[dict, dict]:
-        if (file_format, mode) not in cache:
-            root = tmp_path_factory.mktemp(f"{file_format}-{mode}")
-            cache[file_format, mode] = both(paimon_java_1_0, root, file_format, MODES[mode])
-        return cache[file_format, mode]
-
-    return get
+    for key, (theirs, ours) in pairs.items():
+        PaimonTable.open(ours, "db.t").compact(full=True)
+        cache[key] = (output(theirs), output(ours))
+    return lambda file_format, mode: cache[file_format, mode]
 
 
 @pytest.mark.parametrize("mode", MODES)

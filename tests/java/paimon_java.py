@@ -27,6 +27,16 @@ import pyspark
 
 SPARK_JARS = ("hadoop-client-api-", "hadoop-client-runtime-", "slf4j-api-", "jcl-over-slf4j-")
 SOURCES = Path(__file__).parent
+# Every harness is a short-lived JVM: the client compiler alone and the serial collector start
+# it in about half the CPU time (the suite runs hundreds of them on 2 cores). The JVM's own log
+# goes to stderr, never into the JSON a harness prints on stdout; class-data sharing's notes on
+# the classes it cannot archive are dropped.
+JVM_FLAGS = (
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Xlog:disable",
+    "-Xlog:all=warning,cds=off,cds+dynamic=off:stderr",
+)
 
 
 @dataclass(frozen=True)
@@ -105,27 +115,41 @@ def _spark_jars() -> list[Path]:
 
 
 def classpath(version: JavaVersion = PAIMON_0_9) -> str:
-    """Paimon, Hadoop and the harnesses compiled against that Paimon; compiles when a harness
-    source changed."""
+    """Paimon, Hadoop and the harnesses compiled against that Paimon (a jar: class-data sharing
+    takes no directory on the classpath); compiles when a harness source changed."""
     cache = cache_dir(version)
     jars = [_paimon_jar(version, cache), *_spark_jars()]
     sources = sorted(SOURCES.glob("*.java"))
     stamp = hashlib.sha256(b"".join(s.read_bytes() for s in sources)).hexdigest()[:16]
-    classes = cache / f"classes-{stamp}"
+    classes = cache / f"classes-{stamp}.jar"
     base = os.pathsep.join(str(j) for j in jars)
     if not classes.exists():
         building = cache / f"building-{os.getpid()}"
         building.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            ["javac", "-nowarn", "-d", str(building), "-cp", base, *map(str, sources)],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
+        try:
+            done = subprocess.run(
+                ["javac", "-nowarn", "-d", str(building), "-cp", base, *map(str, sources)],
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"javac failed against Paimon {version.name}:\n{done.stderr}")
+            partial = cache / f"classes-{stamp}.{os.getpid()}.part"
+            with zipfile.ZipFile(partial, "w") as jar:
+                for compiled in sorted(building.rglob("*.class")):
+                    jar.write(compiled, compiled.relative_to(building).as_posix())
+            partial.rename(classes)
+        finally:
             shutil.rmtree(building)
-            raise RuntimeError(f"javac failed against Paimon {version.name}:\n{done.stderr}")
-        building.rename(classes)
     return os.pathsep.join([base, str(classes)])
+
+
+def _archive(classpath: str) -> Path:
+    """Where the class-data archive of one classpath on this java lives: named by both, as the
+    JVM maps an archive only on the classpath (and jars) it was dumped with."""
+    java = shutil.which("java") or "java"
+    key = hashlib.sha256(f"{os.path.realpath(java)}\n{classpath}".encode()).hexdigest()[:16]
+    return Path(classpath.rsplit(os.pathsep, 1)[1]).parent / f"harness-{key}.jsa"
 
 
 class PaimonJava:
@@ -134,16 +158,39 @@ class PaimonJava:
     def __init__(self, version: JavaVersion = PAIMON_0_9) -> None:
         self.version = version
         self.classpath = classpath(version)
+        self.archive = _archive(self.classpath)
+        self._dumping = False
+
+    def _java(self, harness: str, *args: str) -> tuple[list[str], Callable[[bool], None]]:
+        """The command line of one harness run, and what to call with whether it succeeded.
+
+        Runs map the classpath's class-data archive. While there is none, the first run dumps
+        the classes it loaded as it exits (the JVM archives them at exit), and a successful
+        run's dump becomes the archive: later JVMs map Paimon's classes instead of loading them.
+        """
+        argv = ["java", *JVM_FLAGS]
+        if self.archive.exists():
+            argv.append(f"-XX:SharedArchiveFile={self.archive}")
+        elif not self._dumping:
+            self._dumping = True
+            dump = self.archive.with_name(f"{self.archive.stem}.{os.getpid()}.part")
+            argv.append(f"-XX:ArchiveClassesAtExit={dump}")
+
+            def adopt(ok: bool) -> None:
+                if ok and dump.exists() and dump.stat().st_size > 0:
+                    dump.replace(self.archive)
+                else:
+                    dump.unlink(missing_ok=True)
+                    self._dumping = False  # the next run dumps
+
+            return [*argv, "-cp", self.classpath, harness, *args], adopt
+        return [*argv, "-cp", self.classpath, harness, *args], lambda ok: None
 
     def _run(self, what: str, harness: str, *args: str, stdin: str | None = None) -> str:
         """A harness's stdout; its failure is the test's, with the JVM's stderr."""
-        done = subprocess.run(
-            ["java", "-cp", self.classpath, harness, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        argv, finished = self._java(harness, *args)
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=300)
+        finished(done.returncode == 0)
         if done.returncode != 0:
             raise AssertionError(
                 f"Paimon {self.version.name}'s {what} failed:\n{done.stderr[-4000:]}"
@@ -226,16 +273,13 @@ class PaimonJava:
             (scratch / "out").open("w") as stdout,
             (scratch / "err").open("w") as stderr,
         ):  # the child keeps its own descriptors
-            process = subprocess.Popen(
-                ["java", "-cp", self.classpath, harness, "--jobs"],
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-            )
+            argv, finished = self._java(harness, "--jobs")
+            process = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr)
 
         def wait() -> tuple[int, str, str]:
             try:
                 code = process.wait(timeout=600)
+                finished(code == 0)
                 return code, (scratch / "out").read_text(), (scratch / "err").read_text()
             finally:
                 shutil.rmtree(scratch)
