@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 
+import pytest
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
 from dagster_paimon.format.manifest import TableManifests
 from dagster_paimon.ingest.arrow import ingest_arrow
 from dagster_paimon.ingest.commit import ingest_producer
@@ -137,3 +140,24 @@ def test_a_lost_race_re_merges_the_new_latest_and_removes_the_losing_merge(wareh
     base = TableManifests(table).base(outcome.snapshot)
     assert len(base) == 1, "the pypaimon commit's manifest merged in too"
     assert sorted_rows(read_rows(table), KEY) == expected_rows((0, 1, 3, 5))
+
+
+def test_a_commit_failing_after_its_merge_removes_the_merged_manifests(warehouse, monkeypatch):
+    table = create_table(warehouse, orders_spec(**{"manifest.merge-min-count": "2"}))
+    for c in range(2):
+        ingest_arrow(table, orders_batch(c))
+    before = manifest_dir(table)
+    original = ManifestListManager.write
+
+    def disk_full(self, name, metas):
+        if len(metas) == 1 and metas[0].file_name not in before:  # the merged base list
+            raise OSError("disk full")
+        return original(self, name, metas)
+
+    monkeypatch.setattr(ManifestListManager, "write", disk_full)
+    with pytest.raises(OSError, match="disk full"):
+        ingest_arrow(table, orders_batch(2))
+
+    assert latest(table).id == 2
+    assert manifest_dir(table) == before
+    assert sorted_rows(read_rows(table), KEY) == expected_rows(range(2))
