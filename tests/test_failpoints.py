@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from dagster_paimon import failpoints as fp
+from dagster_paimon.format.manifest import TableManifests
 from dagster_paimon.io.index import deletion_indexes
 from dagster_paimon.kinds import compact_open_table
 from dagster_paimon.snapshot.entries import live_entries
@@ -57,6 +58,8 @@ EXPIRE_ARGS = {
         "max_deletes": 1000,
     }
 }
+# commits merge the latest manifests before writing their own (Paimon's manifest merge)
+MERGING = {"manifest.merge-min-count": "2"}
 COMMIT_STEPS = (fp.MANIFESTS_WRITTEN, fp.MANIFEST_LIST_WRITTEN, fp.BEFORE_SNAPSHOT)
 WRITE_STEPS = (fp.DATA_FILE_WRITTEN, *COMMIT_STEPS, fp.AFTER_SNAPSHOT)
 
@@ -163,10 +166,11 @@ def zygote():
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory, zygote) -> Template:
-    """Snapshots 1-4 pypaimon appends, 5 a full compaction, 6-7 pypaimon appends."""
+    """Snapshots 1-4 pypaimon appends, 5 a full compaction, 6-7 pypaimon appends; every commit
+    of ours merges the manifests (merge-min-count 2), so each commit step has merged ones."""
     warehouse = tmp_path_factory.mktemp("template") / "warehouse"
     warehouse.mkdir()
-    table = create_table(str(warehouse), orders_spec())
+    table = create_table(str(warehouse), orders_spec(**MERGING))
     built = Template(warehouse)
     model: dict = {}
 
@@ -180,6 +184,7 @@ def template(tmp_path_factory, zygote) -> Template:
         append(commit)
     result = compact_open_table(table, TableRef.of(str(warehouse), IDENTIFIER), full=True)
     assert result.snapshot_id == 5
+    assert len(TableManifests(table).base(load_snapshot(table, 5))) == 1, "merged at commit"
     built.expected[5] = dict(model)
     for commit in (4, 5):
         append(commit)

@@ -15,6 +15,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dagster_paimon.commit.carried import inherited_statistics, snapshot_properties
+from dagster_paimon.commit.manifest_merge import (
+    EntryReader,
+    ManifestMergeOptions,
+    ManifestWriter,
+    RollingManifestWriter,
+    merge_manifests,
+)
 from dagster_paimon.commit.users import new_commit_user
 from dagster_paimon.errors import CommitConflictError, transient_cause
 from dagster_paimon.failpoints import (
@@ -72,10 +79,11 @@ class _Attempt:
         self.names: list[str] = []
 
     def clean(self) -> None:
-        """Delete this attempt's manifests and manifest lists."""
+        """Delete this attempt's manifests and manifest lists (once)."""
         base = f"{self.table.table_path.rstrip('/')}/manifest"
         for name in self.names:
             self.table.file_io.delete_quietly(f"{base}/{name}")
+        self.names = []
 
 
 class SnapshotProducer:
@@ -107,6 +115,8 @@ class SnapshotProducer:
         self.max_retries = max_retries
         self.snapshot_writer = snapshot_writer
         self._live: tuple[int | None, bool, list[ManifestEntry]] | None = None
+        # manifests never change: a retry re-merging the new latest reads only the new ones
+        self._merge_reader = EntryReader(table)
 
     @property
     def table_name(self) -> str:
@@ -134,9 +144,29 @@ class SnapshotProducer:
     def check(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
         """Raise CommitConflictError if the entries cannot go on top of `latest`."""
 
-    def base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
-        """The new base manifest list: the latest base + delta."""
-        return TableManifests(self.table).all(latest)
+    def base_manifests(
+        self, latest: Snapshot | None, writer: ManifestWriter
+    ) -> list[ManifestFileMeta]:
+        """The new base list: the latest base + delta merged as Paimon's commit merges them
+        (FileStoreCommitImpl.tryCommitOnce), so reads do not grow with the table's history."""
+        if latest is None:
+            return []
+        inputs = TableManifests(self.table).all(latest)
+        outcome = merge_manifests(
+            inputs,
+            self._merge_reader,
+            writer,
+            ManifestMergeOptions.from_table_options(self.table.table_schema.options),
+            partitioned=bool(self.table.partition_keys),
+        )
+        if outcome.mode is not None:
+            log.info(
+                "%s manifest merge at commit: %d -> %d manifests",
+                outcome.mode,
+                len(inputs),
+                len(outcome.manifests),
+            )
+        return outcome.manifests
 
     def index_manifest(self, latest: Snapshot | None) -> str | None:
         """The new snapshot's index manifest: the latest one, unchanged."""
@@ -159,7 +189,11 @@ class SnapshotProducer:
         """Write manifests, then the lists naming them: nothing names a file before it exists."""
         manifests = TableManifests(self.table)
         target_size = self.table.options.manifest_target_size()
-        base_metas = self.base_manifests(latest)
+        merged = RollingManifestWriter(self.table, target_size)
+        try:
+            base_metas = self.base_manifests(latest, merged)
+        finally:
+            attempt.names += merged.written
         delta_metas = manifests.write(entries, target_size)
         attempt.names += [m.file_name for m in delta_metas]
         failpoint(MANIFESTS_WRITTEN)

@@ -13,6 +13,7 @@ from dagster_paimon.commit.conflicts import (
     check_sequences_after,
     sequence_conflicts,
 )
+from dagster_paimon.commit.manifest_merge import ManifestWriter
 from dagster_paimon.commit.producer import MAX_RETRIES, SnapshotProducer
 from dagster_paimon.errors import CommitConflictError, InvalidOptionError
 from dagster_paimon.failpoints import FILES_RESEQUENCED, failpoint
@@ -330,14 +331,10 @@ class CompactProducer(SnapshotProducer):
 
 
 class ManifestMerge(Protocol):
-    """Merged manifests for a base snapshot, and removal of the ones never committed."""
+    """Merged manifests for a base snapshot, written through the attempt's writer."""
 
-    def merged(self, latest: Snapshot) -> list[ManifestFileMeta]:
-        """The merged base manifest list of `latest` (merged once per snapshot)."""
-        ...
-
-    def discard(self) -> None:
-        """Remove every manifest this merge wrote."""
+    def merged(self, latest: Snapshot, writer: ManifestWriter) -> list[ManifestFileMeta]:
+        """The merged base manifest list of `latest`."""
         ...
 
 
@@ -356,11 +353,9 @@ class ManifestCompactProducer(SnapshotProducer):
         if latest is None:
             raise CommitConflictError(f"{self.table_name} has no snapshot to compact manifests of")
 
-    def base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
-        """The merged manifests of whatever is latest now."""
+    def base_manifests(
+        self, latest: Snapshot | None, writer: ManifestWriter
+    ) -> list[ManifestFileMeta]:
+        """The run's own merge (forced full, or its options) of whatever is latest now."""
         assert latest is not None, "check() refuses a table without snapshots"
-        return self.merge.merged(latest)
-
-    def discard(self) -> None:
-        """Remove the merged manifests."""
-        self.merge.discard()
+        return self.merge.merged(latest, writer)

@@ -1,7 +1,8 @@
 """Manifest compaction (Java's ManifestFileMerger), committed as a COMPACT snapshot.
 
-pypaimon's commits append every commit's manifests to the next base list and never merge them,
-so reads slow down commit by commit. Merging rewrites the latest snapshot's manifests into a
+Every commit already merges manifests as Paimon's does (commit/manifest_merge.py), but
+pypaimon's commits never do, and a forced full merge (Java's compact_manifest procedure) drops
+every DELETE entry whatever the thresholds. Merging rewrites the latest snapshot's manifests into a
 smaller set and commits it as the base list of a COMPACT snapshot with an empty delta: the
 table's contents do not change. Replaced manifests stay for older snapshots; expiry removes them.
 """
@@ -11,208 +12,28 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
 
-from dagster_paimon.commit.producers import ManifestCompactProducer
-from dagster_paimon.errors import CorruptMetadataError
-from dagster_paimon.format.manifest import (
-    ManifestEntry,
-    ManifestFileMeta,
-    TableManifests,
+from dagster_paimon.commit.manifest_merge import (
+    EntryReader,
+    ManifestMergeOptions,
+    ManifestWriter,
+    MergeOutcome,
+    merge_manifests,
 )
+from dagster_paimon.commit.producers import ManifestCompactProducer
+from dagster_paimon.format.manifest import ManifestEntry, ManifestFileMeta, TableManifests
 from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.format.table import FileStoreTable
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.maintenance.context import DEFAULT_CONTEXT, MaintenanceContext, table_name
-from dagster_paimon.maintenance.options import ManifestMergeOptions
 from dagster_paimon.results import DETAIL, METRIC, Reported, run_planned
-from dagster_paimon.snapshot.entries import entry_identifier
-from dagster_paimon.storage.files import TableFiles
-from dagster_paimon.storage.pool import parallel_map
 from dagster_paimon.unsupported import MANIFEST_COMPACTION, check_supported_layout
 
 log = logging.getLogger(__name__)
 
-FULL, MINOR = "full", "minor"
 PENDING_PREFIX = "(pending-"
-
-ReadEntries = Callable[[ManifestFileMeta], list[ManifestEntry]]
-
-
-class ManifestWriter(Protocol):
-    """Where merged entries go: rolling manifest files, or an estimate for a dry run."""
-
-    def write(self, entries: list[ManifestEntry]) -> list[ManifestFileMeta]:
-        """Write entries into one or more manifests and describe them."""
-        ...
-
-
-def merge_entries(entries: Sequence[ManifestEntry], into: dict[tuple, ManifestEntry]) -> None:
-    """FileEntry.mergeEntries: ADD puts; DELETE cancels its ADD, or stays for an earlier one."""
-    for e in entries:
-        ident = entry_identifier(e)
-        if e.kind == ADD:
-            if ident in into:
-                raise CorruptMetadataError(
-                    f"file {e.file.file_name} (level {e.file.level}) is added twice in the "
-                    "manifests being merged"
-                )
-            into[ident] = e
-        elif ident in into:
-            del into[ident]
-        else:
-            into[ident] = e
-
-
-@dataclass(frozen=True)
-class MergeOutcome:
-    """The new manifest list, which path produced it and how many inputs were rewritten."""
-
-    manifests: list[ManifestFileMeta]
-    mode: str | None
-    rewritten: int
-
-
-def _minor(
-    inputs: list[ManifestFileMeta],
-    read: ReadEntries,
-    writer: ManifestWriter,
-    options: ManifestMergeOptions,
-) -> MergeOutcome:
-    """Merge runs of manifests reaching the target size; a short tail only past min_count."""
-    result: list[ManifestFileMeta] = []
-    rewritten = 0
-
-    def merge(batch: list[ManifestFileMeta]) -> None:
-        nonlocal rewritten
-        if len(batch) == 1:
-            result.append(batch[0])
-            return
-        merged: dict[tuple, ManifestEntry] = {}
-        for entries in parallel_map(read, batch):
-            merge_entries(entries, merged)
-        rewritten += len(batch)
-        if merged:
-            result.extend(writer.write(list(merged.values())))
-
-    batch: list[ManifestFileMeta] = []
-    size = 0
-    for m in inputs:
-        size += m.file_size
-        batch.append(m)
-        if size >= options.target_size:
-            merge(batch)
-            batch, size = [], 0
-    if len(batch) >= options.min_count:
-        merge(batch)
-    else:
-        result.extend(batch)
-    return MergeOutcome(result, MINOR if rewritten else None, rewritten)
-
-
-def _stat(row: Any, index: int) -> object:
-    """One field of a partition-stats row (BinaryRow from disk, GenericRow when fresh)."""
-    return None if row is None else row.get_field(index)
-
-
-def _may_contain(m: ManifestFileMeta, partitions: set[tuple]) -> bool:
-    """Java's MultiplePartitionPredicate on manifest stats: per field, bounding boxes overlap."""
-    stats = m.partition_stats
-    rows = m.num_added_files + m.num_deleted_files
-    for i in range(len(next(iter(partitions)))):
-        column = [p[i] for p in partitions]
-        values = [v for v in column if v is not None]
-        nulls = stats.null_counts[i] if stats.null_counts is not None else None
-        may_null = nulls is None or nulls > 0
-        low, high = _stat(stats.min_values, i), _stat(stats.max_values, i)
-        if not values:
-            ok = may_null
-        elif nulls is not None and nulls == rows:
-            ok = may_null and len(values) < len(column)
-        elif low is None or high is None:
-            ok = True
-        else:
-            try:
-                ok = high >= min(values) and low <= max(values)
-            except TypeError:
-                ok = True
-            ok = ok or (may_null and len(values) < len(column))
-        if not ok:
-            return False
-    return True
-
-
-def _full(
-    inputs: list[ManifestFileMeta],
-    read: ReadEntries,
-    writer: ManifestWriter,
-    options: ManifestMergeOptions,
-    partitioned: bool,
-) -> MergeOutcome | None:
-    """Drop every ADD/DELETE pair, rewriting small or touched manifests; None if not worth it."""
-
-    def must_change(m: ManifestFileMeta) -> bool:
-        return m.num_deleted_files > 0 or m.file_size < options.target_size
-
-    if sum(m.file_size for m in inputs if must_change(m)) < options.full_compaction_size:
-        return None
-    with_deletes = [m for m in inputs if m.num_deleted_files > 0]
-    deleted = {
-        entry_identifier(e)
-        for chunk in parallel_map(read, with_deletes)
-        for e in chunk
-        if e.kind != ADD
-    }
-    partitions = {ident[0] for ident in deleted}
-    result: list[ManifestFileMeta] = []
-    to_merge: list[ManifestFileMeta] = []
-    for m in inputs:
-        touched = bool(deleted) and (not partitioned or _may_contain(m, partitions))
-        (to_merge if must_change(m) or touched else result).append(m)
-    if len(to_merge) <= 1:
-        return None
-    log.info("full manifest compaction: %d of %d manifests to read", len(to_merge), len(inputs))
-    survivors: list[ManifestEntry] = []
-    rewritten = 0
-    for m, entries in zip(to_merge, parallel_map(read, to_merge), strict=True):
-        adds = [e for e in entries if e.kind == ADD]
-        kept = [e for e in adds if entry_identifier(e) not in deleted]
-        if must_change(m) or len(kept) < len(adds):
-            survivors.extend(kept)
-            rewritten += 1
-        else:
-            result.append(m)
-    return MergeOutcome(result + writer.write(survivors), FULL, rewritten)
-
-
-def merge_manifests(
-    inputs: list[ManifestFileMeta],
-    read: ReadEntries,
-    writer: ManifestWriter,
-    options: ManifestMergeOptions,
-    *,
-    partitioned: bool,
-) -> MergeOutcome:
-    """Full compaction when the must-change bytes reach the trigger, else minor compaction."""
-    full = _full(inputs, read, writer, options, partitioned)
-    return full if full is not None else _minor(inputs, read, writer, options)
-
-
-class RollingManifestWriter:
-    """Rolling manifest files at the target size; remembers what it wrote for cleanup."""
-
-    def __init__(self, table: FileStoreTable, target_size: int):
-        self.manifests = TableManifests(table)
-        self.target_size = target_size
-        self.written: list[str] = []
-
-    def write(self, entries: list[ManifestEntry]) -> list[ManifestFileMeta]:
-        """Write entries, splitting at the target size as Paimon's rolling writer does."""
-        metas = self.manifests.write(entries, self.target_size)
-        self.written += [m.file_name for m in metas]
-        return metas
 
 
 class DeferredWriter:
@@ -264,29 +85,6 @@ class DeferredWriter:
                 written.add(group)
                 result.extend(writer.write(self.groups[int(group)]))
         return result
-
-
-class EntryReader:
-    """Reads manifests with value statistics kept (merged entries are written back as read),
-    each once: manifests never change, so a merge retried after a lost race reads only the
-    manifests the new snapshots added."""
-
-    def __init__(self, table: FileStoreTable):
-        self._manifests = TableManifests(table)
-        self._read: dict[str, list[ManifestEntry]] = {}
-
-    def __call__(self, manifest: ManifestFileMeta) -> list[ManifestEntry]:
-        """The entries of one manifest."""
-        entries = self._read.get(manifest.file_name)
-        if entries is None:
-            entries = self._manifests.entries_of(manifest, with_stats=True)
-            self._read[manifest.file_name] = entries
-        return entries
-
-    @property
-    def manifests_read(self) -> int:
-        """How many distinct manifests were read."""
-        return len(self._read)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -400,34 +198,24 @@ def plan_manifest_compaction(
 class _Merges:
     """ManifestMerge for the commit: the plan's merge on its base, a fresh merge after a race."""
 
-    def __init__(self, table: FileStoreTable, plan: ManifestCompactionPlan, files: TableFiles):
+    def __init__(self, table: FileStoreTable, plan: ManifestCompactionPlan):
         self.table = table
         self.plan = plan
-        self.files = files
-        self.writer = RollingManifestWriter(table, _merge_options(table, plan.full).target_size)
         self.read = plan.read or EntryReader(table)
         self.outcomes: dict[int, tuple[int, MergeOutcome]] = {}
 
-    def merged(self, latest: Snapshot) -> list[ManifestFileMeta]:
-        """The merged manifests of `latest`, written once per snapshot."""
-        if latest.id not in self.outcomes:
-            plan = self.plan
-            if latest.id == plan.base_snapshot_id and plan.outcome and plan.pending:
-                written = plan.pending.materialize(plan.outcome.manifests, self.writer)
-                outcome = replace(plan.outcome, manifests=written)
-                self.outcomes[latest.id] = (plan.manifests_before, outcome)
-            else:
-                options = _merge_options(self.table, plan.full)
-                inputs = TableManifests(self.table).all(latest)
-                self.outcomes[latest.id] = _merge(
-                    self.table, inputs, options, self.writer, self.read
-                )
+    def merged(self, latest: Snapshot, writer: ManifestWriter) -> list[ManifestFileMeta]:
+        """The merged manifests of `latest`, written by this attempt's writer."""
+        plan = self.plan
+        if latest.id == plan.base_snapshot_id and plan.outcome and plan.pending:
+            written = plan.pending.materialize(plan.outcome.manifests, writer)
+            outcome = replace(plan.outcome, manifests=written)
+            self.outcomes[latest.id] = (plan.manifests_before, outcome)
+        else:
+            options = _merge_options(self.table, plan.full)
+            inputs = TableManifests(self.table).all(latest)
+            self.outcomes[latest.id] = _merge(self.table, inputs, options, writer, self.read)
         return self.outcomes[latest.id][1].manifests
-
-    def discard(self, keep: frozenset[str] | set[str] = frozenset()) -> None:
-        """Remove manifests this run wrote that no committed snapshot references."""
-        base = f"{self.table.table_path.rstrip('/')}/manifest"
-        self.files.delete_files([f"{base}/{n}" for n in self.writer.written if n not in keep])
 
 
 def execute_manifest_compaction(
@@ -447,10 +235,9 @@ def execute_manifest_compaction(
     result = replace(plan.preview(), dry_run=False, manifests_after=plan.manifests_before)
     if plan.outcome is None or plan.outcome.mode is None:
         return replace(result, mode=None, rewritten_manifests=0)
-    merges = _Merges(table, plan, context.table_files(table))
+    merges = _Merges(table, plan)
     producer = ManifestCompactProducer(table, merges, snapshot_writer=context.snapshot_writer)
     committed = producer.commit().snapshot
-    merges.discard(keep={m.file_name for m in TableManifests(table).base(committed)})
     base_id = committed.id - 1
     before, outcome = merges.outcomes[base_id]
     log.info(

@@ -12,9 +12,6 @@ from dagster_paimon.options import (
     CHANGELOG_TIME_RETAINED,
     CONSUMER_CHANGELOG_ONLY,
     CONSUMER_EXPIRATION_TIME,
-    MANIFEST_FULL_COMPACTION_SIZE,
-    MANIFEST_MERGE_MIN_COUNT,
-    MANIFEST_TARGET_SIZE,
     SNAPSHOT_EXPIRE_LIMIT,
     SNAPSHOT_RETAIN_MAX,
     SNAPSHOT_RETAIN_MIN,
@@ -23,14 +20,12 @@ from dagster_paimon.options import (
     changelog_producer,
     duration_ms,
     flag,
-    memory_bytes,
     read_option,
 )
 
 INT_MAX = 2**31 - 1
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
-MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -145,27 +140,3 @@ class ExpireConfig:
 def consumer_expiration_ms(options: Mapping[str, str]) -> int | None:
     """consumer.expiration-time in ms; None when unset (Java: no default, consumers stay)."""
     return read_option(options, CONSUMER_EXPIRATION_TIME, duration_ms, None)
-
-
-@dataclass(frozen=True)
-class ManifestMergeOptions:
-    """The three knobs of ManifestFileMerger, defaults as in CoreOptions.java."""
-
-    target_size: int = 8 * MIB
-    min_count: int = 30
-    full_compaction_size: int = 16 * MIB
-
-    @classmethod
-    def from_table_options(cls, options: Mapping[str, str]) -> ManifestMergeOptions:
-        """Parse the manifest.* options; bad values raise InvalidOptionError."""
-        return cls(
-            target_size=read_option(options, MANIFEST_TARGET_SIZE, memory_bytes, 8 * MIB),
-            min_count=read_option(options, MANIFEST_MERGE_MIN_COUNT, at_least(1), 30),
-            full_compaction_size=read_option(
-                options, MANIFEST_FULL_COMPACTION_SIZE, memory_bytes, 16 * MIB
-            ),
-        )
-
-    def forced_full(self) -> ManifestMergeOptions:
-        """Java's compact_manifest procedure: full compaction at any size, batches of one merge."""
-        return replace(self, min_count=1, full_compaction_size=1)

@@ -9,9 +9,8 @@ from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.schema.data_types import AtomicType, DataField
 from pypaimon.table.row.generic_row import GenericRow
 
+from dagster_paimon.commit.manifest_merge import FULL, MINOR, ManifestMergeOptions, merge_manifests
 from dagster_paimon.errors import CorruptMetadataError
-from dagster_paimon.maintenance.manifests import FULL, MINOR, merge_manifests
-from dagster_paimon.maintenance.options import ManifestMergeOptions
 from tests.lsm.files import data_file
 
 DT = DataField(0, "dt", AtomicType("STRING"))

@@ -9,7 +9,7 @@ import pytest
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
-from dagster_paimon.maintenance.manifests import FULL, MINOR
+from dagster_paimon.commit.manifest_merge import FULL, MINOR
 from dagster_paimon.storage.snapshots import create_snapshot_if_absent
 from dagster_paimon.table import open_table
 from tests.hooks import compact_manifests, expire_snapshots
@@ -17,10 +17,13 @@ from tests.lsm.tables import cdc_table, compact
 from tests.maintenance.histories import EXPIRE_ALL_BUT_LAST, append, later_ms
 from tests.maintenance.oracle import all_refs, rows_at, snapshot_ids
 
+# our compactions merge manifests at commit: held off while the history is built
+UNMERGED = {"manifest.merge-min-count": "1000"}
+
 
 def many_commits(warehouse: str, commits: int = 62, **options: str):
     """Small upsert/delete commits with a full compaction every 20, so DELETE entries exist."""
-    table = cdc_table(warehouse, **options)
+    table = cdc_table(warehouse, **{**UNMERGED, **options})
     for commit in range(commits):
         append(table, commit, rows=6)
         if commit % 20 == 19:
@@ -50,7 +53,7 @@ def history_copy(built, tmp_path):
     def make(commits: int = 62, **options: str):
         warehouse = tmp_path / "copy"
         shutil.copytree(built(commits, **options), warehouse)
-        return open_table(str(warehouse), "db.cdc")
+        return open_table(str(warehouse), "db.cdc").copy({"manifest.merge-min-count": "30"})
 
     return make
 
