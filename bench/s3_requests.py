@@ -25,24 +25,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import pyarrow as pa
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dagster_paimon.paimon_table import PaimonTable
-from dagster_paimon.table import TableSpec
+from tests.conftest import orders_batch, orders_spec
 from tests.faultproxy import FaultProxy, fault_proxy
 from tests.s3server import S3Server, moto_server
 
-SCHEMA = pa.schema(
-    [
-        pa.field("dt", pa.string(), nullable=False),
-        pa.field("id", pa.int64(), nullable=False),
-        pa.field("v", pa.string()),
-    ]
-)
-SPEC = TableSpec("db", "events", SCHEMA, ("dt", "id"), 2, ("dt",))
-DAYS = ("2024-01-01", "2024-01-02")
+SPEC = orders_spec(2)
+PARTITIONS = 2
 # AWS S3 Standard list prices, us-east-1: PUT, COPY, POST, LIST; GET, HEAD and the rest
 PUT_PRICE = 0.005 / 1000
 GET_PRICE = 0.0004 / 1000
@@ -51,24 +42,6 @@ INGESTS_A_MONTH = 60 * 24 * 30
 HOURLY_A_MONTH = 24 * 30
 MAINTENANCE = ("compact", "expire-snapshots", "compact-manifests")
 COPY_WORKERS = 8
-
-
-def batch(commit: int, rows: int) -> pa.Table:
-    """`rows` rows over both days; half the ids are updates of the previous commit's."""
-    start = commit * rows // 2
-    return pa.table(
-        {
-            "dt": [DAYS[i % 2] for i in range(rows)],
-            "id": [start + i for i in range(rows)],
-            "v": [f"c{commit}"] * rows,
-        },
-        schema=SCHEMA,
-    )
-
-
-def kinds(entries: list[tuple[str, str, str, str | None]]) -> Counter[str]:
-    """Requests by HTTP method, multipart steps apart (they are PUT/POST at PUT's price)."""
-    return Counter(method for _, method, _, _ in entries)
 
 
 def cost(counts: Counter[str]) -> float:
@@ -143,7 +116,7 @@ def need(
     )
 
 
-BUCKETS = len(DAYS) * SPEC.bucket
+BUCKETS = PARTITIONS * SPEC.bucket
 # the latest snapshot by Paimon's hint protocol: GET LATEST, the next id absent (one HEAD), GET
 # the snapshot
 FIND_LATEST = need(gets=2, heads=1)
@@ -176,7 +149,7 @@ def minimum(operation: str, s: Shape) -> Counter[str]:
     if operation == "compact-manifests":
         return reads + need(puts=1) + need(puts=5)
     if operation == "remove-orphans":
-        return reads + need(lists=3 + len(DAYS) * (1 + SPEC.bucket))
+        return reads + need(lists=3 + PARTITIONS * (1 + SPEC.bucket))
     raise ValueError(operation)
 
 
@@ -260,7 +233,7 @@ def main() -> None:
         ingests: dict[int, Measured] = {}
         hourly: dict[int, dict[str, Measured]] = {}
         for commit in range(1, args.ingests + 1):
-            data = batch(commit, args.rows)
+            data = orders_batch(commit, args.rows)
             least = minimum("ingest", shape(table))
             ingests[commit] = measure(
                 proxy, f"ingest #{commit}", least, functools.partial(table.ingest_arrow, data)

@@ -249,6 +249,22 @@ class RetryingS3Handler(pafs.FileSystemHandler):
         head, size = self.get_range(path, 0, HEAD_BYTES)
         return pa.PythonFile(RetryingInputFile(self, path, head, size), mode="r")
 
+    def head(self, path: str) -> bool:
+        """Whether the object exists, in one HEAD (retried)."""
+        bucket, key = path.split("/", 1)
+
+        def head() -> bool:
+            with s3_errors(f"s3://{path}", self.settings):
+                try:
+                    self.settings.client().head_object(Bucket=bucket, Key=key)
+                except ClientError as e:
+                    if error_code(e) in ("NoSuchKey", "404", "NotFound"):
+                        return False
+                    raise
+            return True
+
+        return self._retry("HEAD", path, head)
+
     def get_range(self, path: str, offset: int, length: int) -> tuple[bytes, int]:
         """Up to `length` bytes at `offset` and the object's size, in one GET (retried, a body
         cut short included); FileNotFoundError if there is no object."""
@@ -339,6 +355,11 @@ class RetryingS3FileIO(PyArrowFileIO):
         """An upload to `path`, without pypaimon's parent "directory" HEAD and LIST: a key
         needs no directory on an object store."""
         return self.filesystem.open_output_stream(self.to_filesystem_path(path))
+
+    def file_exists(self, path: str) -> bool:
+        """Whether an object exists, in one HEAD (pypaimon's exists LISTs after a 404, to find
+        a "directory")."""
+        return self.handler.head(self.to_filesystem_path(path))
 
     def get_file_size(self, path: str) -> int:
         """The size of an object: from its own upload when this process just wrote it (the
