@@ -123,6 +123,8 @@ FIND_LATEST = need(gets=2, heads=1)
 # a commit: GET the previous base and delta manifest lists; PUT the new files' manifest, the
 # base and delta lists, the snapshot (one conditional PUT) and the LATEST hint
 COMMIT = need(gets=2, puts=5)
+# Paimon's manifest.merge-min-count: fewer manifests are left as they are
+MERGE_MIN_COUNT = 30
 
 
 def minimum(operation: str, s: Shape) -> Counter[str]:
@@ -134,8 +136,8 @@ def minimum(operation: str, s: Shape) -> Counter[str]:
     commit (whose list reads are the ones already made).
     expire-snapshots keeping one: GET EARLIEST, find the latest, GET each expired snapshot, the
     kept one's lists and manifests (to know what stays), one DeleteObjects, PUT EARLIEST.
-    compact-manifests: find the latest, GET its lists and every manifest, PUT one merged
-    manifest, commit.
+    compact-manifests: find the latest, GET its lists and every manifest; past Paimon's
+    manifest.merge-min-count (30) PUT one merged manifest and commit.
     remove-orphans: LIST the snapshot, manifest and schema directories and each partition and
     bucket directory, find the latest, GET its lists and every manifest.
     """
@@ -147,7 +149,7 @@ def minimum(operation: str, s: Shape) -> Counter[str]:
     if operation == "expire-snapshots":
         return reads + need(gets=1 + s.snapshots - 1, posts=1, puts=1)
     if operation == "compact-manifests":
-        return reads + need(puts=1) + need(puts=5)
+        return reads + (need(puts=1) + need(puts=5) if s.manifests >= MERGE_MIN_COUNT else need())
     if operation == "remove-orphans":
         return reads + need(lists=3 + PARTITIONS * (1 + SPEC.bucket))
     raise ValueError(operation)
