@@ -15,6 +15,7 @@ from dagster_paimon.io.paths import delete_data_files
 from dagster_paimon.lsm.write.bucket import total_buckets
 from dagster_paimon.lsm.write.level0 import BucketWrite
 from dagster_paimon.partition import Partition
+from dagster_paimon.snapshot.resolve import resolve_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ def commit_ingest(
     producer = ingest_producer(
         table, writes, overwrite=overwrite, commit_user=commit_user, identifier=identifier
     )
-    if producer.is_empty(table.snapshot_manager().get_latest_snapshot()):
+    if producer.is_empty(resolve_snapshot(table, None)):
         return None
     outcome = producer.commit()
     log.info(

@@ -8,6 +8,7 @@ from dagster_paimon.errors import CorruptFileError, SnapshotNotFoundError
 from dagster_paimon.format.metadata import Snapshot
 from dagster_paimon.format.table import FileIO, FileStoreTable
 from dagster_paimon.format.values import JSON
+from dagster_paimon.storage.files import file_exists
 from dagster_paimon.storage.pool import parallel_map
 
 APPEND, OVERWRITE, COMPACT = "APPEND", "OVERWRITE", "COMPACT"
@@ -29,8 +30,9 @@ def read_json(file_io: FileIO, path: str, cls: type[T]) -> T | None:
 
 
 def latest_snapshot_id(table: FileStoreTable) -> int | None:
-    """The latest snapshot's id (None for an empty table) in two probes when the LATEST hint
-    is current, as it almost always is; pypaimon's full reconciliation when it is not.
+    """The latest snapshot's id (None for an empty table) in two requests when the LATEST hint
+    is current, as it almost always is (a GET of the hint, a HEAD of the next id: Java's
+    SnapshotManager.latestSnapshotId); pypaimon's full reconciliation when it is not.
 
     A hint is current when no snapshot after it exists, the check pypaimon and Java make too;
     object stores charge per request, and a sensor asks this of every table on every tick.
@@ -39,7 +41,7 @@ def latest_snapshot_id(table: FileStoreTable) -> int | None:
     if not table.catalog_environment.supports_version_management:
         try:
             hint = int(table.file_io.read_file_utf8(manager.latest_file).strip())
-            if not table.file_io.exists(manager.get_snapshot_path(hint + 1)):
+            if not file_exists(table.file_io, manager.get_snapshot_path(hint + 1)):
                 return hint
         except (OSError, ValueError):
             pass

@@ -6,6 +6,11 @@ body was cut; one such answer failed a whole compaction. A pyarrow FileSystemHan
 S3 filesystem retries each listing, probe, delete, move and every read at its offset, so the
 data, manifest and footer reads of pypaimon and ours all get the same policy; uploads are spooled
 and sent whole on close, so one that fails at any of its requests is sent again.
+
+Object stores charge per request, so each costs what it must (issue 39): an object that fits the
+memory spool is one PUT (larger ones go multipart, in pyarrow's parts), a write probes no parent
+"directory" (a key needs none), the size a PUT sent is remembered, not asked back with a HEAD, and
+an object is opened by one GET of its start (all of a metadata file), whose answer gives its size.
 """
 
 from __future__ import annotations
@@ -13,16 +18,20 @@ from __future__ import annotations
 import logging
 import re
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any, TypeVar
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+from botocore.exceptions import ClientError
 
 from dagster_paimon.format.catalog import Options
 from dagster_paimon.format.table import FileIO, PyArrowFileIO
-from dagster_paimon.storage.retry import RetryPolicy, retrying
+from dagster_paimon.storage.retry import RetryPolicy, error_code, retrying
+from dagster_paimon.storage.s3 import S3Settings, s3_errors
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +43,21 @@ UPLOAD_CHUNK = 8 << 20
 # pyarrow's AWS SDK retries a failed request itself this often (quickly, unlogged) before our
 # policy sees it: our policy, not the SDK's, is the one that waits and gives up
 SDK_ATTEMPTS = 2
+# what the GET that opens an object asks for: all of any metadata file, a data file's first part
+HEAD_BYTES = 1 << 20
+# sizes of objects this process uploaded, kept for the writer's file-size question (a HEAD each)
+REMEMBERED_SIZES = 4096
 
 
 class RetryingInputFile:
-    """A random-access S3 object whose every read is retried at its offset."""
+    """A random-access S3 object: its first HEAD_BYTES came with the GET that opened it (the
+    whole of any metadata file), later reads are ranged GETs, each retried at its offset."""
 
-    def __init__(self, native: pa.NativeFile, path: str, policy: RetryPolicy):
-        self._native = native
+    def __init__(self, handler: RetryingS3Handler, path: str, head: bytes, size: int):
+        self._handler = handler
         self._path = path
-        self._policy = policy
-        self._size = native.size()
+        self._head = head
+        self._size = size
         self._position = 0
         self.closed = False
 
@@ -62,15 +76,17 @@ class RetryingInputFile:
         return self._position
 
     def read_buffer(self, nbytes: int | None = None) -> pa.Buffer:
-        """Up to `nbytes` from the position (the rest without), as one ranged GET."""
+        """Up to `nbytes` from the position (the rest without): from the opening GET's bytes
+        when they hold them, else one ranged GET."""
         remaining = max(self._size - self._position, 0)
         length = remaining if nbytes is None or nbytes < 0 else min(nbytes, remaining)
         if length == 0:
             return pa.py_buffer(b"")
         offset = self._position
-        data = retrying(
-            "GET", self._path, lambda: self._native.read_at(length, offset), self._policy
-        )
+        if offset + length <= len(self._head):
+            data = self._head[offset : offset + length]
+        else:
+            data = self._handler.get_range(self._path, offset, length)[0]
         self._position += len(data)
         return pa.py_buffer(data)
 
@@ -91,10 +107,9 @@ class RetryingInputFile:
         return False
 
     def close(self) -> None:
-        """Close the underlying object handle."""
-        if not self.closed:
-            self._native.close()
-            self.closed = True
+        """Drop the opening GET's bytes."""
+        self._head = b""
+        self.closed = True
 
 
 class SpooledUpload:
@@ -147,9 +162,12 @@ class SpooledUpload:
 class RetryingS3Handler(pafs.FileSystemHandler):
     """Every request of an S3FileSystem, retried while it fails transiently."""
 
-    def __init__(self, native: pafs.S3FileSystem, policy: RetryPolicy):
+    def __init__(self, native: pafs.S3FileSystem, policy: RetryPolicy, settings: S3Settings):
         self.native = native
         self.policy = policy
+        self.settings = settings
+        self._sizes: OrderedDict[str, int] = OrderedDict()
+        self._sizes_lock = threading.Lock()
 
     def __eq__(self, other: object) -> bool:
         """Two handlers are equal when their filesystems are."""
@@ -226,24 +244,95 @@ class RetryingS3Handler(pafs.FileSystemHandler):
         return self.open_input_file(path)
 
     def open_input_file(self, path: str) -> pa.NativeFile:
-        """A random-access reader whose every ranged GET is retried."""
-        native = self._retry("HEAD", path, lambda: self.native.open_input_file(path))
-        return pa.PythonFile(RetryingInputFile(native, path, self.policy), mode="r")
+        """A random-access reader opened by one GET of its first HEAD_BYTES (no HEAD first:
+        the answer says the size), whose every ranged GET is retried."""
+        head, size = self.get_range(path, 0, HEAD_BYTES)
+        return pa.PythonFile(RetryingInputFile(self, path, head, size), mode="r")
+
+    def head(self, path: str) -> bool:
+        """Whether the object exists, in one HEAD (retried)."""
+        bucket, key = path.split("/", 1)
+
+        def head() -> bool:
+            with s3_errors(f"s3://{path}", self.settings):
+                try:
+                    self.settings.client().head_object(Bucket=bucket, Key=key)
+                except ClientError as e:
+                    if error_code(e) in ("NoSuchKey", "404", "NotFound"):
+                        return False
+                    raise
+            return True
+
+        return self._retry("HEAD", path, head)
+
+    def get_range(self, path: str, offset: int, length: int) -> tuple[bytes, int]:
+        """Up to `length` bytes at `offset` and the object's size, in one GET (retried, a body
+        cut short included); FileNotFoundError if there is no object."""
+        bucket, key = path.split("/", 1)
+        uri = f"s3://{path}"
+
+        def get() -> tuple[bytes, int]:
+            with s3_errors(uri, self.settings):
+                try:
+                    answer = self.settings.client().get_object(
+                        Bucket=bucket, Key=key, Range=f"bytes={offset}-{offset + length - 1}"
+                    )
+                except ClientError as e:
+                    code = error_code(e)
+                    if code in ("NoSuchKey", "404"):
+                        raise FileNotFoundError(f"{uri} does not exist") from e
+                    if code == "InvalidRange":  # an empty object has no first byte
+                        return b"", 0
+                    raise
+                data = answer["Body"].read()
+            total = answer.get("ContentRange", "").rpartition("/")[2]
+            return data, int(total) if total.isdigit() else len(data)
+
+        return self._retry("GET", path, get)
 
     def open_output_stream(self, path: str, metadata: dict | None) -> pa.NativeFile:
         """A spooled upload: written locally, uploaded whole on close, the upload retried."""
         return pa.PythonFile(SpooledUpload(self, path, metadata), mode="w")
 
     def upload(self, path: str, spool: IO[bytes], metadata: dict | None) -> None:
-        """Upload a spool's bytes to `path`; a failed attempt starts over (PUT is idempotent)."""
+        """Upload a spool's bytes to `path`; a failed attempt starts over (PUT is idempotent).
 
-        def attempt() -> None:
+        Up to SPOOL_MEMORY bytes go as one PUT (a multipart upload would be three requests);
+        larger objects as pyarrow's multipart upload."""
+        size = spool.seek(0, 2)
+        if size <= SPOOL_MEMORY and not metadata:
             spool.seek(0)
-            with self.native.open_output_stream(path, metadata=metadata) as out:
-                while chunk := spool.read(UPLOAD_CHUNK):
-                    out.write(chunk)
+            body = spool.read()
+            bucket, key = path.split("/", 1)
+            uri = f"s3://{path}"
 
-        self._retry("PUT", path, attempt)
+            def put() -> None:
+                with s3_errors(uri, self.settings):
+                    self.settings.client().put_object(Bucket=bucket, Key=key, Body=body)
+
+            self._retry("PUT", path, put)
+        else:
+
+            def multipart() -> None:
+                spool.seek(0)
+                with self.native.open_output_stream(path, metadata=metadata) as out:
+                    while chunk := spool.read(UPLOAD_CHUNK):
+                        out.write(chunk)
+
+            self._retry("PUT", path, multipart)
+        self._remember(path, size)
+
+    def _remember(self, path: str, size: int) -> None:
+        """Keep an uploaded object's size for `uploaded_size`, the oldest dropped past the cap."""
+        with self._sizes_lock:
+            self._sizes[path] = size
+            while len(self._sizes) > REMEMBERED_SIZES:
+                self._sizes.popitem(last=False)
+
+    def uploaded_size(self, path: str) -> int | None:
+        """The size this handler uploaded to `path` (forgotten once asked), None if unknown."""
+        with self._sizes_lock:
+            return self._sizes.pop(path, None)
 
     def open_append_stream(self, path: str, metadata: dict | None) -> pa.NativeFile:
         """Refused, as S3 refuses appends."""
@@ -258,7 +347,25 @@ class RetryingS3FileIO(PyArrowFileIO):
     def __init__(self, path: str, catalog_options: Options, policy: RetryPolicy):
         super().__init__(path, catalog_options)
         self.policy = policy
-        self.filesystem = pafs.PyFileSystem(RetryingS3Handler(self.filesystem, policy))
+        settings = S3Settings.from_options(catalog_options.to_map())
+        self.handler = RetryingS3Handler(self.filesystem, policy, settings)
+        self.filesystem = pafs.PyFileSystem(self.handler)
+
+    def new_output_stream(self, path: str) -> pa.NativeFile:
+        """An upload to `path`, without pypaimon's parent "directory" HEAD and LIST: a key
+        needs no directory on an object store."""
+        return self.filesystem.open_output_stream(self.to_filesystem_path(path))
+
+    def file_exists(self, path: str) -> bool:
+        """Whether an object exists, in one HEAD (pypaimon's exists LISTs after a 404, to find
+        a "directory")."""
+        return self.handler.head(self.to_filesystem_path(path))
+
+    def get_file_size(self, path: str) -> int:
+        """The size of an object: from its own upload when this process just wrote it (the
+        writer asks right after closing), else a HEAD."""
+        size = self.handler.uploaded_size(self.to_filesystem_path(path))
+        return size if size is not None else super().get_file_size(path)
 
     def _create_s3_retry_config(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """pypaimon's S3 client settings, with the SDK's own retries cut to a quick one (its

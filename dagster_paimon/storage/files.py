@@ -7,7 +7,7 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -63,3 +63,10 @@ def delete_logged(files: TableFiles, paths: Sequence[str], what: str) -> int:
         if len(paths) > DELETE_BATCH:
             log.info("deleted %d/%d %s", min(start + DELETE_BATCH, len(paths)), len(paths), what)
     return deleted
+
+
+def file_exists(file_io: Any, path: str) -> bool:
+    """Whether a file exists: one HEAD on S3 (storage/arrow_s3.py), where pypaimon's exists
+    also LISTs after a 404 to look for a directory."""
+    probe = getattr(file_io, "file_exists", None)
+    return bool(probe(path) if probe is not None else file_io.exists(path))
