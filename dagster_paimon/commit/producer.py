@@ -42,7 +42,7 @@ from dagster_paimon.format.values import JSON
 from dagster_paimon.io.filekind import ADD
 from dagster_paimon.snapshot.collector import collector_paused
 from dagster_paimon.snapshot.entries import live_entries
-from dagster_paimon.snapshot.resolve import find_landed
+from dagster_paimon.snapshot.resolve import find_landed, resolve_snapshot
 from dagster_paimon.storage.snapshots import (
     SnapshotWriter,
     create_snapshot_if_absent,
@@ -260,7 +260,7 @@ class SnapshotProducer:
         uncertain = False
         try:
             for retry in range(self.max_retries + 1):
-                latest = manager.get_latest_snapshot()
+                latest = resolve_snapshot(self.table, None)  # the hint, as Java reads it
                 attempt = _Attempt(self.table)
                 with collector_paused():
                     self.replan(latest)
